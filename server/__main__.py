@@ -1,0 +1,3 @@
+from onnxlens.server.cli import main
+
+main(["serve"])
