@@ -1,0 +1,112 @@
+"""Fault matrix, output rows: the output directory stops being writable, or the disk fills up
+in the middle of writing the .onnx. The user gets an error diagnostic that says so, the
+previous .onnx is intact, no temp file is left, and once the disk is fine the next save works.
+
+Simulated honestly with a real file system: the output directory is a 512 KiB tmpfs mounted for
+this module. "Disk full" = a model whose weights (1+ MiB) do not fit in it; "not writable" = the
+same tmpfs remounted read-only (root ignores permission bits, so chmod would prove nothing).
+Needs root and mount(2); where that is not available the module is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+import pytest_asyncio
+
+from faultkit import (
+    Artifact,
+    Session,
+    leftover_temp_files,
+    make_fault_workspace,
+    net_source,
+    onnx_width,
+)
+
+TMPFS_SIZE = "512k"
+BIG_INPUT = 65536  # Linear(65536, VERSION) weights: >= 1 MiB, more than the whole tmpfs
+
+
+def _mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    ws = make_fault_workspace(tmp_path_factory.mktemp("output"), out="out")
+    ws.out.mkdir()
+    try:
+        _mount("-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(ws.out))
+    except (OSError, subprocess.CalledProcessError) as error:
+        pytest.skip(f"cannot mount a small tmpfs for the output dir here (needs root): {error}")
+    yield ws
+    subprocess.run(["umount", "-l", str(ws.out)], check=False)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def session(ws):
+    session = await Session.start(ws.root)
+    session.open(ws.net)
+    session.save(ws.net)
+    await session.wait_clean_export(ws.onnx, 1, ws.net)
+    yield session
+    await session.close()
+
+
+async def wait_error_mentioning(session: Session, words: tuple[str, ...]):
+    def match():
+        for path, diags in session.all_diagnostics().items():
+            for d in diags:
+                if d.severity == 1 and any(w in d.message for w in words):
+                    return path, d
+        return None
+
+    return await session.wait_for(match, f"an error diagnostic mentioning one of {words}")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_disk_full_during_save(session: Session, ws):
+    onnx_before = Artifact.of(ws.onnx)
+    session.save(ws.net, net_source(ws.next_version(), width=BIG_INPUT))
+
+    _, diagnostic = await wait_error_mentioning(
+        session, ("No space left on device", "disk full", "ENOSPC"))
+    assert "Traceback" not in diagnostic.message
+    await session.ping(ws.net)
+    onnx_before.assert_unchanged()
+    assert not leftover_temp_files(ws.out), "a half-written file was left on the full disk"
+
+    version = ws.next_version()
+    session.save(ws.net, net_source(version))
+    await session.wait_clean_export(ws.onnx, version, ws.net)
+    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_output_dir_not_writable(session: Session, ws):
+    onnx_before = Artifact.of(ws.onnx)
+    _mount("-o", "remount,ro", str(ws.out))
+    try:
+        session.save(ws.net, net_source(ws.next_version()))
+        _, diagnostic = await wait_error_mentioning(
+            session, ("Read-only file system", "not writable", "EROFS"))
+        assert "Traceback" not in diagnostic.message
+        await session.ping(ws.net)
+        onnx_before.assert_unchanged()
+    finally:
+        _mount("-o", "remount,rw", str(ws.out))
+
+    version = ws.next_version()
+    session.save(ws.net, net_source(version))
+    await session.wait_clean_export(ws.onnx, version, ws.net)
+    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    assert not leftover_temp_files(ws.out)
+    assert os.statvfs(ws.out).f_bavail > 0
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_zz_shutdown_leaves_no_process(session: Session, ws):
+    left = await session.shutdown()
+    assert not left, f"processes left after shutdown: {left}"
