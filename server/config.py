@@ -43,11 +43,14 @@ class Workspace:
 def find_config(start: Path) -> Path | None:
     """The config file for `start` (a file or directory), searching upward; None if there is none.
 
-    A pyproject.toml counts only if it has a [tool.onnxlens] table.
+    A pyproject.toml counts only if it has a [tool.onnxlens] table. A .toml file is taken as the
+    config itself; any other file (say models/mlp.py) starts the search in its directory.
     """
     start = start.resolve()
     if start.is_file():
-        return start
+        if start.suffix == ".toml":
+            return start
+        start = start.parent
     for directory in (start, *start.parents):
         for name in CONFIG_NAMES:
             candidate = directory / name
@@ -318,6 +321,7 @@ class _Loader:
             self.error(f"no targets: add a {header} table with `model` and `inputs`", self._value_span(self.main_site, "target"))
             return
         seen: dict[str, Span] = {}
+        outputs: dict[str, str] = {}  # .onnx path -> the target that writes it
         for index, entry in enumerate(entries):
             # Each [[target]] header is one array entry, in order; an inline array of tables has
             # no headers: its lines are then the `target` key's.
@@ -326,8 +330,15 @@ class _Loader:
             else:
                 site = TableSite(path=(), is_array=True, header=self._key_span(self.main_site, "target"))
             spec = self.load_target(entry, site, header, seen)
-            if spec is not None:
-                self.workspace.targets.append(spec)
+            if spec is None:
+                continue
+            if spec.output in outputs:
+                # Two targets overwriting one file would make either result a lie.
+                self.error(f"target `{spec.name}` writes the same file as target `{outputs[spec.output]}`: "
+                           f"{spec.output} (set a different `output`)", self._value_span(site, "output"))
+                continue
+            outputs[spec.output] = spec.name
+            self.workspace.targets.append(spec)
 
     def load_target(self, entry: dict[str, Any], site: TableSite, header: str,
                     seen: dict[str, Span]) -> TargetSpec | None:

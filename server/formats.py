@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -116,6 +117,14 @@ def located(finding: Finding, target: str | None, workspace: Workspace) -> Locat
     return Location(location.file, location.line, location.column, end_line, end_column)
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def message_of(finding: Finding) -> str:
+    """The message without terminal colour codes (torch's errors carry some)."""
+    return _ANSI_ESCAPE.sub("", finding.message)
+
+
 def _pluralize(count: int, word: str) -> str:
     return f"{count} {word}{'' if count == 1 else 's'}"
 
@@ -139,7 +148,7 @@ def render_text(run: CheckRun) -> str:
     out: list[str] = []
     for target, finding in run.findings:
         location = located(finding, target, run.workspace)
-        message = finding.message.replace("\n", "\n    ")
+        message = message_of(finding).replace("\n", "\n    ")
         prefix = f"[{target}] " if target and len(run.results) > 1 else ""
         out.append(f"{display_path(location.file, root)}:{location.line}:{location.column}: "
                    f"{finding.severity}[{finding.code}] {prefix}{message}")
@@ -179,7 +188,7 @@ def _diagnostic(finding: Finding, target: str | None, workspace: Workspace) -> d
         "end_column": location.end_column,
         "severity": finding.severity,
         "code": finding.code,
-        "message": finding.message,
+        "message": message_of(finding),
         "stage": finding.stage,
         "related": [
             {"file": display_path(r.file, root), "line": r.line, "message": r.message}
@@ -237,7 +246,7 @@ def _sarif_result(finding: Finding, target: str | None, workspace: Workspace, ru
         "ruleId": finding.code,
         "ruleIndex": rule_index,
         "level": {"error": "error", "warning": "warning"}.get(finding.severity, "note"),
-        "message": {"text": finding.message},
+        "message": {"text": message_of(finding)},
         "locations": [{
             "physicalLocation": {
                 "artifactLocation": _artifact(location.file, workspace.root),

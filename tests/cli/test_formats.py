@@ -96,3 +96,12 @@ def test_config_findings_are_reported_apart_from_targets(tmp_path):
     text = render_text(CheckRun(workspace=workspace)).splitlines()
     assert text[0].startswith("onnxlens.toml:1:1: error[config] unknown key `verfy`")
     assert text[-1] == "0 targets: 0 exported, 0 failed (2 errors, 0 warnings) in 0.0 s"
+
+
+def test_terminal_colour_codes_are_removed_from_messages(workspace, tmp_path):
+    coloured = Finding(code="translation", stage="translate", location=Location(str(tmp_path / "models" / "net.py"), 4),
+                       message="This is \x1b[96mstep 3/3\x1b[0m of exporting")
+    run = CheckRun(workspace=workspace, results=[ExportResult(target="net", status="failed", findings=[coloured])])
+    assert "] This is step 3/3 of exporting" in render_text(run).splitlines()[0]
+    assert json.loads(render_json(run))["targets"][0]["diagnostics"][0]["message"] == "This is step 3/3 of exporting"
+    assert json.loads(render_sarif(run))["runs"][0]["results"][0]["message"]["text"] == "This is step 3/3 of exporting"

@@ -352,3 +352,25 @@ def test_unreadable_config_is_a_finding_not_an_exception(tmp_path):
     _, finding = only_finding(path)
     assert finding.location.line == 1
     assert "cannot read the config file" in finding.message
+
+
+def test_two_targets_writing_one_onnx_file_is_reported_on_the_second_output(tmp_path):
+    path = write_workspace(tmp_path, VALID_TARGET + '''
+    output = "shared.onnx"
+
+    [[tool.onnxlens.target]]
+    name = "copy"
+    model = "models/net.py:build"
+    inputs = "models/net.py:inputs"
+    output = "./shared.onnx"
+    ''')
+    workspace, finding = only_finding(path)
+    assert_spans(finding, path, line_of(path, 'output = "./shared.onnx"'), '"./shared.onnx"')
+    assert "writes the same file as target `net`" in finding.message
+    assert [t.name for t in workspace.targets] == ["net"]
+
+
+def test_a_source_file_path_finds_the_config_above_it(tmp_path):
+    path = write_workspace(tmp_path, VALID_TARGET)
+    assert find_config(tmp_path / "models" / "net.py") == path
+    assert find_config(path) == path
