@@ -433,11 +433,12 @@ class Session:
                                  f"diagnostics now:\n{self.describe()}") from None
 
     async def wait_diagnostic(self, path: Path, code: str, line: int,
-                              timeout: float = EXPORT_WAIT) -> types.Diagnostic:
-        """Wait for an onnxlens diagnostic with `code` on 1-based `line` of `path`."""
+                              timeout: float = EXPORT_WAIT, also: str | None = None
+                              ) -> types.Diagnostic:
+        """Wait for an onnxlens diagnostic with `code` (or `also`) on 1-based `line` of `path`."""
         def match():
             for d in self.diagnostics(path):
-                if d.code == code and d.range.start.line == line - 1:
+                if d.code in (code, also) and d.range.start.line == line - 1:
                     return d
             return None
 

@@ -130,6 +130,7 @@ def test_commands_cannot_reach_outside_the_workspace(server: RawServer, ws):
         str(ws.scratch / "secret.md"), "/etc/passwd", "../../../../../../etc/passwd",
         {"uri": "file:///etc/passwd"}, {"target": "../scratch/evil.py"},
         {"path": str(ws.scratch / "secret.md")}, "no-such-target",
+        str(ws.out / ".." / ".." / "scratch" / "secret.md"),  # escapes the output dir
     ]
     before = len(server.received)
     for command in COMMANDS:
