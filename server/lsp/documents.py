@@ -59,8 +59,22 @@ def on_disk_change(ls: OnnxlensServer, path: str) -> None:
     if not projects and Path(path).name in CONFIG_NAMES:
         _maybe_new_config(ls, path)
         return
-    if projects and ls.signature_changed(path):
-        file_changed(ls, path, reason=f"{Path(path).name} changed on disk")
+    if not projects:
+        return
+    before = ls.signatures.get(path, _UNSEEN)
+    if not ls.signature_changed(path):
+        return
+    if path.endswith(".py") and (before is _UNSEEN or (before is None) != (ls.signatures[path] is None)):
+        # A Python file appeared or vanished (deleted, renamed, restored): the config may name
+        # it. Re-validating the config turns a missing model file into a `config` diagnostic on
+        # the line naming it and clears the target's old diagnostics; its return re-adds the
+        # target. Reloading an unchanged config exports nothing.
+        for project in projects:
+            config_changed(ls, project)
+    file_changed(ls, path, reason=f"{Path(path).name} changed on disk")
+
+
+_UNSEEN = object()  # no signature recorded for the path yet
 
 
 def file_changed(ls: OnnxlensServer, path: str, *, reason: str) -> None:

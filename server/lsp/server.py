@@ -18,6 +18,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
+from onnxlens.exporter.types import Location
 from onnxlens.server.exports import ExportService
 
 from . import code_actions, code_lens, commands, documents, hover, lifecycle, stats
@@ -98,6 +99,10 @@ class OnnxlensServer(LanguageServer):
         features = DiagnosticFeatures.of(self.client_capabilities)
         entries = []
         for finding in findings:
+            if finding.location is None:
+                # No line of its own (e.g. "the model file does not exist"): it must still be
+                # seen, so it goes where the target is defined rather than nowhere.
+                finding.location = self._target_location(project, owner)
             if finding.location is not None:
                 finding.location.file = norm(finding.location.file)
             diagnostic = to_diagnostic(finding, self.line_text, features,
@@ -105,6 +110,13 @@ class OnnxlensServer(LanguageServer):
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return entries
+
+    def _target_location(self, project: Project, target: str) -> Location | None:
+        state = project.targets.get(target)
+        if state is not None and (definition := state.model_definition()) is not None:
+            return definition
+        line = project.workspace.target_lines.get(target)
+        return Location(file=str(project.config_file), line=line) if line else None
 
     def publish_target(self, project: Project, target: str) -> None:
         """Publish the target's findings; files whose findings went away get an empty list.
