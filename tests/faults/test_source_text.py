@@ -44,8 +44,9 @@ SOURCES: dict[str, bytes] = {
     "longline": _source('    pad = [' + "0, " * 3000 + '0]; raise ValueError("boom")',
                         head="# " + "x" * 30_000 + "\n" + HEAD).encode(),
 }
-# no coding cookie and a byte that is not UTF-8: Python refuses the file at that line
-NON_UTF8 = b"import torch\nfrom torch import nn\n\n# caf\xe9 \xff\n\ndef build_model():\n" \
+# no coding cookie and a latin-1 byte in a string literal: Python refuses the file at that line
+# (in a comment, Python 3.11 would accept it)
+NON_UTF8 = b"import torch\nfrom torch import nn\n\nNAME = 'caf\xe9'\n\ndef build_model():\n" \
            b"    return nn.Linear(4, 4)\n\n\ndef example_inputs():\n    return (torch.randn(2, 4),)\n"
 
 GOOD = (HEAD + "    return nn.Linear(4, 4)\n\n\ndef example_inputs():\n"
