@@ -109,9 +109,9 @@ def frames_from_summary(summary) -> list[Frame]:
         lineno = getattr(item, "lineno", None)
         if not filename or not lineno:
             continue
-        colno = getattr(item, "colno", None)
-        end_colno = getattr(item, "end_colno", None)
         end_lineno = getattr(item, "end_lineno", None)
+        colno = _characters(filename, int(lineno), getattr(item, "colno", None))
+        end_colno = _characters(filename, end_lineno or int(lineno), getattr(item, "end_colno", None))
         frames.append(Frame(
             file=filename, line=int(lineno), func=getattr(item, "name", "") or "",
             column=colno + 1 if colno is not None else None,
@@ -119,6 +119,18 @@ def frames_from_summary(summary) -> list[Frame]:
             end_column=end_colno + 1 if end_colno is not None else None,
         ))
     return frames
+
+
+def _characters(file: str, line: int, byte_offset: int | None) -> int | None:
+    """Python records traceback columns as UTF-8 byte offsets into the line; every other column
+    here (and in a Finding) counts characters. They differ as soon as the line has non-ASCII text
+    before the column (a latin-1 file, an accented comment, an emoji)."""
+    if byte_offset is None:
+        return None
+    text = linecache.getline(file, line)
+    if not text:
+        return byte_offset
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore"))
 
 
 def source_line(file: str, line: int) -> str | None:
