@@ -51,8 +51,20 @@ def uri_of(path: str) -> str:
 
 
 def line_range(line: int, column: int, end_line: int | None, end_column: int | None,
-               text: str | None) -> lsp.Range:
-    """0-based wire range of a 1-based (line, column, end_line, end_column) location."""
+               text: str | None, units: Callable[[str], int] | None = None) -> lsp.Range:
+    """0-based wire range of a 1-based (line, column, end_line, end_column) location.
+
+    Finding columns count characters; the wire counts the negotiated position encoding's code
+    units (UTF-16 unless the client chose otherwise). `units(prefix)` converts, given the text
+    of the line (single-line ranges; without the text the columns go out as they are).
+    """
+    if units is not None and text is not None and (end_line in (None, line)):
+        column = units(text[: max(column - 1, 0)]) + 1
+        if end_column is not None:
+            end_column = units(text[: max(end_column - 1, 0)]) + 1
+        text_units = units
+    else:
+        text_units = len
     start = lsp.Position(line=max(line - 1, 0), character=max(column - 1, 0))
     if end_column is None:
         # The rest of the line's text; unknown text: the start of the next line (whole line).
@@ -60,15 +72,17 @@ def line_range(line: int, column: int, end_line: int | None, end_column: int | N
             return lsp.Range(start=start, end=lsp.Position(line=start.line + 1, character=0))
         stripped = text.rstrip("\r\n")
         if column <= 1:
-            start = lsp.Position(line=start.line, character=len(stripped) - len(stripped.lstrip()))
-        end_char = max(len(stripped.rstrip()), start.character)
+            start = lsp.Position(line=start.line,
+                                 character=text_units(stripped[: len(stripped) - len(stripped.lstrip())]))
+        end_char = max(text_units(stripped.rstrip()), start.character)
         return lsp.Range(start=start, end=lsp.Position(line=start.line, character=end_char))
     end = lsp.Position(line=max((end_line or line) - 1, 0), character=max(end_column - 1, 0))
     return lsp.Range(start=start, end=end)
 
 
 def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFeatures,
-                  data: dict | None = None) -> lsp.Diagnostic | None:
+                  data: dict | None = None, units: Callable[[str], int] | None = None
+                  ) -> lsp.Diagnostic | None:
     """The LSP diagnostic of a finding; None for a finding with no location (it has no file to go on)."""
     location = finding.location
     if location is None:
@@ -79,7 +93,7 @@ def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFea
             lsp.DiagnosticRelatedInformation(
                 location=lsp.Location(
                     uri=uri_of(r.file),
-                    range=line_range(r.line, r.column, None, None, line_text(r.file, r.line)),
+                    range=line_range(r.line, r.column, None, None, line_text(r.file, r.line), units),
                 ),
                 message=r.message,
             )
@@ -90,7 +104,7 @@ def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFea
         description = lsp.CodeDescription(href=finding.docs_url)
     return lsp.Diagnostic(
         range=line_range(location.line, location.column, location.end_line, location.end_column,
-                         line_text(location.file, location.line)),
+                         line_text(location.file, location.line), units),
         severity=SEVERITIES.get(finding.severity, lsp.DiagnosticSeverity.Error),
         code=finding.code,
         code_description=description,

@@ -106,7 +106,8 @@ class OnnxlensServer(LanguageServer):
             if finding.location is not None:
                 finding.location.file = norm(finding.location.file)
             diagnostic = to_diagnostic(finding, self.line_text, features,
-                                       data={"config": project.key, "target": owner})
+                                       data={"config": project.key, "target": owner},
+                                       units=self.workspace.position_codec.client_num_units)
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return entries
