@@ -146,6 +146,11 @@ def remove_project(ls: OnnxlensServer, project: Project) -> None:
 
 
 async def shutdown(ls: OnnxlensServer, params: None) -> None:
+    await stop_everything(ls)
+
+
+async def stop_everything(ls: OnnxlensServer) -> None:
+    """Cancel every job and stop the worker and the watcher (shutdown, or the client vanished)."""
     await ls.scheduler.cancel_all()
     if ls.service is not None:
         await ls.service.shutdown()

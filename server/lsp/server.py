@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
+import threading
 from pathlib import Path
 
 from lsprotocol import types as lsp
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -24,6 +27,7 @@ from onnxlens.server.exports import ExportService
 from . import code_actions, code_lens, commands, documents, hover, lifecycle, stats
 from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic, uri_of
 from .project import Project, norm
+from .protocol import OnnxlensProtocol
 from .scheduler import ExportScheduler
 from .settings import Settings
 from .watcher import DiskWatcher
@@ -31,11 +35,13 @@ from .watcher import DiskWatcher
 log = logging.getLogger("onnxlens.server.lsp")
 
 VERSION = "0.1.0"
+DISCONNECT_CLEANUP_S = 15.0  # bound on stopping jobs and the worker after the client went away
 
 
 class OnnxlensServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("onnxlens", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__("onnxlens", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=OnnxlensProtocol)
         self.settings = Settings()
         self.projects: dict[str, Project] = {}  # config file -> project
         self.diagnostics = DiagnosticStore()
@@ -147,6 +153,37 @@ class OnnxlensServer(LanguageServer):
             # Fire and forget; a client that fails the request just keeps its old lenses.
             self.workspace_code_lens_refresh(None).add_done_callback(
                 lambda future: future.cancelled() or future.exception())
+
+    # --- the connection --------------------------------------------------------------------
+    def start_io(self, stdin=None, stdout=None) -> None:
+        """pygls' stdio loop, plus what pygls does not do when the client just goes away (stdin
+        closed, the editor killed, no shutdown/exit): stop every job and the worker while the
+        event loop still runs. Otherwise asyncio.run() only cancels the tasks, a cancelled export
+        waits for a worker whose replies nobody reads any more, and the server, the zygote and
+        the running child outlive the editor."""
+        self._stop_event = threading.Event()
+        reader = StdinAsyncReader(stdin or sys.stdin.buffer, self.thread_pool)
+        self.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+
+        async def connection() -> None:
+            try:
+                await run_async(stop_event=self._stop_event, reader=reader, protocol=self.protocol,
+                                logger=log, error_handler=self.report_server_error)
+            finally:
+                log.info("onnxlens: the client is gone; stopping the export worker")
+                try:
+                    await asyncio.wait_for(lifecycle.stop_everything(self), DISCONNECT_CLEANUP_S)
+                except Exception as error:  # noqa: BLE001 - exiting anyway
+                    log.warning("onnxlens: cleanup after disconnect failed: %r", error)
+
+        try:
+            asyncio.run(connection())
+        except BrokenPipeError:
+            log.error("onnxlens: the connection to the client was lost")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()
 
     # --- disk ------------------------------------------------------------------------------
     def signature_changed(self, path: str) -> bool:
