@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 
+import psutil
 import pytest
 
 from faultkit import (
@@ -157,6 +158,20 @@ def test_saving_files_no_target_names_runs_nothing(server: RawServer, ws):
     wait_until(lambda: exported(ws.onnx, version), "the normal save's export")
     time.sleep(2)
     assert not (ws.scratch / "PWNED-outside").exists(), (ws.scratch / "PWNED-outside").read_text()
+
+
+def test_no_network_socket_anywhere_in_the_server_tree(server: RawServer, ws):
+    """stdio only: neither the server nor the worker nor a job opens an internet socket, let
+    alone listens on one."""
+    sockets = []
+    for pid, _ in tree(server.proc.pid):
+        try:
+            sockets += [(pid, c.status, c.laddr) for c in
+                        psutil.Process(pid).net_connections(kind="inet")]
+        except psutil.NoSuchProcess:
+            pass
+    assert not sockets, f"network sockets in the server's process tree: {sockets}"
+    assert len(tree(server.proc.pid)) >= 2  # the worker was there to be checked
 
 
 def test_zz_shutdown_leaves_no_process(server: RawServer, ws):

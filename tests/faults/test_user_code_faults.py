@@ -121,6 +121,7 @@ async def recover(session: Session, ws, *, restore_helper: bool) -> None:
 async def test_user_code_fault(session: Session, ws, row: Row):
     onnx_before = Artifact.of(ws.onnx)
     width_before = onnx_width(ws.onnx)
+    reports_before = sorted(ws.out.rglob("*.md"))  # reports are rewritten per export, never lost
     ws.pidfile.unlink(missing_ok=True)
 
     fill = lambda code: code.format(pidfile=str(ws.pidfile))  # noqa: E731
@@ -153,6 +154,8 @@ async def test_user_code_fault(session: Session, ws, row: Row):
     onnx_before.assert_unchanged()
     assert onnx_width(ws.onnx) == width_before
     assert not leftover_temp_files(ws.out)
+    for report in reports_before:
+        assert report.exists() and report.stat().st_size > 0, f"{report} lost or truncated"
     # the job's process is gone (killed or exited, and reaped by the worker)
     pid = read_pid(ws.pidfile)
     if pid is not None:
