@@ -1,0 +1,191 @@
+"""The core scenario driven by a real, independent LSP client: headless Neovim (Debian's 0.7.2).
+
+Neovim runs scenario.lua against `python -m onnxlens.server` on a copy of examples/: open
+models/spectral.py, read the diagnostics Neovim's own handlers stored, ask for code actions and
+code lenses, execute "Open export report", then fix both unsupported operators in the buffers,
+`:w` each file and wait for the diagnostics to clear. The Lua side only acts and records (JSON
+lines); every assertion is here. Nothing is mocked: real editor, real server, real exports.
+
+Install Neovim with scripts/install-neovim (CI does). Without `nvim` these tests skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[1] / "examples"
+NVIM = shutil.which("nvim")
+pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim not installed (scripts/install-neovim)")
+
+# The two unsupported operators of the `spectral` target, and the supported code that replaces
+# them (both checked to export and verify with torch.onnx.export(dynamo=True)).
+EIGVALS = "        eig = torch.linalg.eigvals(h).real"
+EIGVALS_FIX = "        eig = torch.linalg.vector_norm(h, dim=-1)"
+ZETA = "    return torch.special.zeta(shifted, 2.0)"
+ZETA_FIX = "    return torch.pow(2.0, -shifted)"  # the first term of the Hurwitz zeta series
+MODEL_DEFINITION = "class SpectralNet(nn.Module):"
+
+WAIT_MS = 60_000  # each bounded wait inside Neovim
+NVIM_TIMEOUT_S = 170  # the whole editor run (`timeout` kills it past this)
+
+
+def line_of(path: Path, text: str) -> int:
+    """0-based index of the one line of `path` equal to `text` (LSP and vim.diagnostic count
+    lines from 0)."""
+    lines = path.read_text().splitlines()
+    assert lines.count(text) == 1, f"{path.name} should contain exactly one line {text!r}"
+    return lines.index(text)
+
+
+@dataclass
+class Run:
+    workspace: Path
+    spectral: Path
+    features: Path
+    events: list[dict]
+    returncode: int
+    seconds: float
+    stderr: str
+    lsp_log: str
+    lines: dict[str, int]  # 0-based lines of interest, found in the files before the edits
+
+    def where(self) -> str:
+        """Context for a failing assertion: what the editor recorded."""
+        lines = [json.dumps(e)[:600] for e in self.events]
+        return (f"nvim exit {self.returncode} after {self.seconds:.1f}s\n" + "\n".join(lines)
+                + f"\n--- nvim stderr ---\n{self.stderr[-3000:]}"
+                + f"\n--- Neovim LSP log (server stderr) ---\n{self.lsp_log[-4000:]}")
+
+    def of(self, event: str, step: str | None = None) -> list[dict]:
+        return [e for e in self.events
+                if e["event"] == event and (step is None or e["step"] == step)]
+
+    def one(self, event: str, step: str) -> dict:
+        found = self.of(event, step)
+        assert len(found) == 1, f"expected one {event!r} at step {step!r}\n{self.where()}"
+        return found[0]
+
+    def diagnostics(self, step: str, path: Path) -> list[dict]:
+        items = self.one("diagnostics", step)["items"]
+        return [d for d in items if Path(d["file"]) == path and d["source"] == "onnxlens"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Run:
+    """One Neovim session for the whole module: it is the expensive part (server, exports)."""
+    tmp = tmp_path_factory.mktemp("neovim")
+    workspace = tmp / "examples"
+    shutil.copytree(EXAMPLES, workspace, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
+    spectral = workspace / "models" / "spectral.py"
+    features = workspace / "models" / "features.py"
+    output = tmp / "events.jsonl"
+    lines = {"eigvals": line_of(spectral, EIGVALS), "zeta": line_of(features, ZETA),
+             "model": line_of(spectral, MODEL_DEFINITION)}
+    scenario = {
+        "cmd": [sys.executable, "-m", "onnxlens.server"],
+        "root_dir": str(workspace),
+        "output": str(output),
+        "wait_ms": WAIT_MS,
+        "open": str(spectral),
+        # Both files have a finding: wait until Neovim holds diagnostics for each.
+        "open_wait": {"nonempty": [str(spectral), str(features)]},
+        "execute_action": "Open export report",
+        "lens_file": str(spectral),
+        # Fix the helper first: spectral.py must keep its own diagnostic after that save, and
+        # lose it only after its own fix.
+        "fixes": [
+            {"file": str(features), "old": ZETA, "new": ZETA_FIX,
+             "wait": {"empty": [str(features)]}},
+            {"file": str(spectral), "old": EIGVALS, "new": EIGVALS_FIX,
+             "wait": {"empty": [str(spectral), str(features)]}},
+        ],
+    }
+    scenario_file = tmp / "scenario.json"
+    scenario_file.write_text(json.dumps(scenario))
+
+    # A private home for Neovim's state and its LSP log (which holds the server's stderr).
+    xdg = {name: str(tmp / "xdg" / name.lower())
+           for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")}
+    env = {**os.environ, **xdg, "ONNXLENS_NVIM_SCENARIO": str(scenario_file)}
+    command = ["timeout", "-k", "5", str(NVIM_TIMEOUT_S), NVIM, "--headless", "-u", "NONE",
+               "-i", "NONE", "-n", "-c", f"luafile {HERE / 'scenario.lua'}"]
+    started = time.monotonic()
+    done = subprocess.run(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    events = [json.loads(line) for line in output.read_text().splitlines()] if output.exists() else []
+    lsp_log = tmp / "xdg" / "xdg_cache_home" / "nvim" / "lsp.log"
+    result = Run(workspace, spectral, features, events, done.returncode, seconds,
+                 done.stdout + done.stderr, lsp_log.read_text() if lsp_log.exists() else "", lines)
+    return result
+
+
+def test_editor_session_ran_to_the_end(run):
+    assert run.returncode == 0, run.where()
+    assert run.of("initialized", "open"), run.where()
+
+
+def test_diagnostics_land_on_the_unsupported_operators_lines(run):
+    assert run.one("wait", "open")["satisfied"], run.where()
+    expected = {run.spectral: (run.lines["eigvals"], "eigvals"),
+                run.features: (run.lines["zeta"], "zeta")}
+    for path, (line, op) in expected.items():
+        found = run.diagnostics("open", path)
+        assert [d["lnum"] for d in found] == [line], f"{path.name}\n{run.where()}"
+        (diagnostic,) = found
+        assert diagnostic["code"] == "unsupported-op", run.where()
+        assert diagnostic["severity"] == 1, run.where()  # vim.diagnostic.severity.ERROR
+        assert op in diagnostic["message"], run.where()
+
+
+def test_code_actions_on_the_diagnostic(run):
+    actions = run.one("code_actions", "code_actions")
+    assert actions["line"] == run.lines["eigvals"], run.where()
+    assert not actions["errors"] and "request_error" not in actions, run.where()
+    assert "Open export report" in actions["titles"], run.where()
+    assert "Re-export spectral" in actions["titles"], run.where()
+
+
+def test_open_export_report_command_runs(run):
+    executed = run.one("execute_command", "code_actions")
+    assert executed["command"] == "onnxlens.openReport", run.where()
+    assert not executed["timed_out"] and "error" not in executed, run.where()
+
+
+def test_code_lens_on_the_model_definition(run):
+    lenses = run.one("code_lenses", "code_lenses")
+    assert lenses["resolved"], run.where()
+    line = run.lines["model"]
+    titles = [lens["title"] for lens in lenses["lenses"] if lens["line"] == line]
+    assert any("spectral" in title for title in titles), run.where()
+
+
+def test_fixing_the_helper_clears_only_its_diagnostic(run):
+    assert run.one("wait", "fix1")["satisfied"], run.where()
+    assert run.diagnostics("fix1", run.features) == [], run.where()
+    remaining = run.diagnostics("fix1", run.spectral)
+    assert [d["lnum"] for d in remaining] == [run.lines["eigvals"]], run.where()
+
+
+def test_fixing_both_operators_clears_every_diagnostic(run):
+    assert run.one("wait", "fix2")["satisfied"], run.where()
+    assert run.diagnostics("fix2", run.spectral) == [], run.where()
+    assert run.diagnostics("fix2", run.features) == [], run.where()
+    # The edits really reached the files on disk through Neovim's :w.
+    assert EIGVALS_FIX in run.spectral.read_text().splitlines()
+    assert ZETA_FIX in run.features.read_text().splitlines()
+
+
+def test_server_exits_cleanly_when_neovim_stops_it(run):
+    stopped = run.one("stopped", "stop")
+    assert stopped["exit"] == {"code": 0, "signal": 0}, run.where()
