@@ -41,8 +41,12 @@ local function observe(method, summarize)
   end
 end
 
+-- How many times each file's diagnostics were published: a wait can ask for a fresh publish.
+local publishes = {}
 observe('textDocument/publishDiagnostics', function(r)
-  return { file = vim.uri_to_fname(r.uri or ''), count = #(r.diagnostics or {}) }
+  local file = vim.uri_to_fname(r.uri or '')
+  publishes[file] = (publishes[file] or 0) + 1
+  return { file = file, count = #(r.diagnostics or {}) }
 end)
 observe('$/progress', function(r)
   return { token = tostring(r.token), value = r.value }
@@ -51,6 +55,13 @@ observe('window/showMessage', function(r) return { type = r.type, message = r.me
 observe('window/logMessage', function(r) return { type = r.type, message = r.message } end)
 observe('window/showDocument', function(r) return { uri = r.uri, params = r } end)
 observe('workspace/codeLens/refresh', function() return {} end)
+
+-- Neovim 0.7 waits out the whole timeout for a request no attached server supports.
+local function supported(client, provider)
+  if client.server_capabilities[provider] then return true end
+  record('unsupported', { provider = provider })
+  return false
+end
 
 local function wait(ms, condition)
   return vim.wait(ms, condition, 20)
@@ -88,9 +99,14 @@ local function snapshot_diagnostics()
   record('diagnostics', { items = items })
 end
 
--- A step's wait condition: {nonempty = {paths}} and/or {empty = {paths}} of onnxlens diagnostics.
-local function wait_for(condition, ms)
+-- A step's wait condition, on the onnxlens diagnostics Neovim holds: `nonempty` and `empty`
+-- list paths; `fresh` lists paths whose diagnostics must have been published again since
+-- `since` (a copy of `publishes` taken before the action), so an old state cannot satisfy it.
+local function wait_for(condition, ms, since)
   local function satisfied()
+    for _, path in ipairs(condition.fresh or {}) do
+      if (publishes[path] or 0) <= ((since or {})[path] or 0) then return false end
+    end
     for _, path in ipairs(condition.nonempty or {}) do
       if #onnxlens_diagnostics(path) == 0 then return false end
     end
@@ -176,6 +192,24 @@ local function code_lenses(bufnr)
   })
 end
 
+-- What `K` (vim.lsp.buf.hover) asks for, with the cursor on the first non-blank of the line.
+local function hover(bufnr, line)
+  local text = vim.api.nvim_buf_get_lines(bufnr, line, line + 1, false)[1] or ''
+  vim.api.nvim_win_set_cursor(0, { line + 1, #text:match('^%s*') })
+  local replies, err = vim.lsp.buf_request_sync(bufnr, 'textDocument/hover',
+    vim.lsp.util.make_position_params(), scenario.wait_ms)
+  local contents, errors = {}, {}
+  for _, reply in pairs(replies or {}) do
+    if reply.error then table.insert(errors, reply.error) end
+    if reply.result then
+      -- The same conversion Neovim does before showing a hover window.
+      local markdown = vim.lsp.util.convert_input_to_markdown_lines(reply.result.contents)
+      table.insert(contents, table.concat(markdown, '\n'))
+    end
+  end
+  record('hover', { line = line, contents = contents, errors = errors, request_error = err })
+end
+
 -- Edit like a user: change the buffer, then :w (Neovim sends didChange and didSave).
 local function apply_fix(client_id, fix)
   local bufnr = open(client_id, fix.file)
@@ -219,7 +253,7 @@ local function run()
 
   step = 'code_actions'
   local diagnostic = onnxlens_diagnostics(scenario.open)[1]
-  if diagnostic then
+  if diagnostic and supported(client, 'codeActionProvider') then
     local actions = request_code_actions(bufnr, diagnostic)
     for _, action in ipairs(actions) do
       if action.title == scenario.execute_action then
@@ -230,17 +264,24 @@ local function run()
   end
 
   step = 'code_lenses'
-  code_lenses(open(client_id, scenario.lens_file))
+  local lenses = supported(client, 'codeLensProvider')
+  if lenses then code_lenses(open(client_id, scenario.lens_file)) end
 
   for i, fix in ipairs(scenario.fixes) do
     step = 'fix' .. i
+    local before = vim.deepcopy(publishes)
     apply_fix(client_id, fix)
-    wait_for(fix.wait, scenario.wait_ms)
+    wait_for(fix.wait, scenario.wait_ms, before)
     snapshot_diagnostics()
   end
 
   step = 'fixed_code_lenses'
-  code_lenses(open(client_id, scenario.lens_file))
+  if lenses then code_lenses(open(client_id, scenario.lens_file)) end
+
+  step = 'hover'
+  if supported(client, 'hoverProvider') then
+    hover(open(client_id, scenario.hover.file), scenario.hover.line)
+  end
 
   -- Shut the server down the way Neovim does on exit, so no worker outlives the test.
   step = 'stop'

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,7 @@ EIGVALS_FIX = "        eig = torch.linalg.vector_norm(h, dim=-1)"
 ZETA = "    return torch.special.zeta(shifted, 2.0)"
 ZETA_FIX = "    return torch.pow(2.0, -shifted)"  # the first term of the Hurwitz zeta series
 MODEL_DEFINITION = "class SpectralNet(nn.Module):"
+LINEAR = "        h = self.proj(x)"  # nn.Linear: becomes Gemm (or MatMul + Add) in ONNX
 
 WAIT_MS = 60_000  # each bounded wait inside Neovim
 NVIM_TIMEOUT_S = 170  # the whole editor run (`timeout` kills it past this)
@@ -90,7 +92,7 @@ def run(tmp_path_factory) -> Run:
     features = workspace / "models" / "features.py"
     output = tmp / "events.jsonl"
     lines = {"eigvals": line_of(spectral, EIGVALS), "zeta": line_of(features, ZETA),
-             "model": line_of(spectral, MODEL_DEFINITION)}
+             "model": line_of(spectral, MODEL_DEFINITION), "linear": line_of(spectral, LINEAR)}
     scenario = {
         "cmd": [sys.executable, "-m", "onnxlens.server"],
         "root_dir": str(workspace),
@@ -102,13 +104,15 @@ def run(tmp_path_factory) -> Run:
         "execute_action": "Open export report",
         "lens_file": str(spectral),
         # Fix the helper first: spectral.py must keep its own diagnostic after that save, and
-        # lose it only after its own fix.
+        # lose it only after its own fix. "fresh": the file's diagnostics were published again
+        # after the :w (a clear state from before the save does not count).
         "fixes": [
             {"file": str(features), "old": ZETA, "new": ZETA_FIX,
-             "wait": {"empty": [str(features)]}},
+             "wait": {"empty": [str(features)], "fresh": [str(features)]}},
             {"file": str(spectral), "old": EIGVALS, "new": EIGVALS_FIX,
-             "wait": {"empty": [str(spectral), str(features)]}},
+             "wait": {"empty": [str(spectral), str(features)], "fresh": [str(spectral)]}},
         ],
+        "hover": {"file": str(spectral), "line": lines["linear"]},
     }
     scenario_file = tmp / "scenario.json"
     scenario_file.write_text(json.dumps(scenario))
@@ -156,10 +160,16 @@ def test_code_actions_on_the_diagnostic(run):
     assert "Re-export spectral" in actions["titles"], run.where()
 
 
-def test_open_export_report_command_runs(run):
+def test_open_export_report_shows_the_report_path(run):
     executed = run.one("execute_command", "code_actions")
     assert executed["command"] == "onnxlens.openReport", run.where()
     assert not executed["timed_out"] and "error" not in executed, run.where()
+    # Neovim 0.7.2 announces window.showDocument.support = false: the server must not ask it to
+    # show the document, and tells the user where the report is instead.
+    assert not run.of("server:window/showDocument"), run.where()
+    messages = [e["message"] for e in run.of("server:window/showMessage", "code_actions")]
+    reports = [Path(p) for m in messages for p in re.findall(r"(/\S+\.md)\b", m)]
+    assert reports and all(p.is_file() and p.stat().st_size > 0 for p in reports), run.where()
 
 
 def test_code_lens_on_the_model_definition(run):
@@ -189,3 +199,28 @@ def test_fixing_both_operators_clears_every_diagnostic(run):
 def test_server_exits_cleanly_when_neovim_stops_it(run):
     stopped = run.one("stopped", "stop")
     assert stopped["exit"] == {"code": 0, "signal": 0}, run.where()
+
+
+def test_progress_ends_after_the_diagnostics_are_published(run):
+    """DESIGN: diagnostics are published before the export's progress ends."""
+    first_publish = next(i for i, e in enumerate(run.events)
+                         if e["event"] == "server:textDocument/publishDiagnostics"
+                         and Path(e["file"]) == run.spectral and e["count"] > 0)
+    ends = [i for i, e in enumerate(run.events) if e["event"] == "server:$/progress"
+            and e["value"].get("kind") == "end" and "spectral" in e["value"].get("message", "")]
+    assert ends, run.where()
+    assert first_publish < ends[0], run.where()
+
+
+def test_code_lens_reports_success_after_the_fix(run):
+    lenses = run.one("code_lenses", "fixed_code_lenses")
+    titles = [lens["title"] for lens in lenses["lenses"] if lens["line"] == run.lines["model"]]
+    status = [title for title in titles if "spectral" in title]
+    assert status and not any("problem" in title for title in status), run.where()
+
+
+def test_hover_shows_the_onnx_ops_of_a_line(run):
+    hover = run.one("hover", "hover")
+    assert not hover["errors"] and "request_error" not in hover, run.where()
+    text = "\n".join(hover["contents"])
+    assert "Gemm" in text or "MatMul" in text, run.where()
