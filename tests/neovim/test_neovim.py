@@ -3,8 +3,10 @@
 Neovim runs scenario.lua against `python -m onnxlens.server` on a copy of examples/: open
 models/spectral.py, read the diagnostics Neovim's own handlers stored, ask for code actions and
 code lenses, execute "Open export report", then fix both unsupported operators in the buffers,
-`:w` each file and wait for the diagnostics to clear. The Lua side only acts and records (JSON
-lines); every assertion is here. Nothing is mocked: real editor, real server, real exports.
+`:w` each file and wait for the diagnostics to clear; last, the lens and a hover on the now
+exported model. The Lua side only acts and records (JSON lines, including every notification
+the server pushed); every assertion is here. Nothing is mocked: real editor, real server, real
+exports.
 
 Install Neovim with scripts/install-neovim (CI does). Without `nvim` these tests skip.
 """
@@ -21,6 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -60,11 +63,13 @@ class Run:
     stderr: str
     lsp_log: str
     lines: dict[str, int]  # 0-based lines of interest, found in the files before the edits
+    leftovers: list[str]  # processes of this run (server, workers) still alive after Neovim
 
     def where(self) -> str:
         """Context for a failing assertion: what the editor recorded."""
         lines = [json.dumps(e)[:600] for e in self.events]
         return (f"nvim exit {self.returncode} after {self.seconds:.1f}s\n" + "\n".join(lines)
+                + f"\n--- processes left running ---\n{self.leftovers}"
                 + f"\n--- nvim stderr ---\n{self.stderr[-3000:]}"
                 + f"\n--- Neovim LSP log (server stderr) ---\n{self.lsp_log[-4000:]}")
 
@@ -127,11 +132,38 @@ def run(tmp_path_factory) -> Run:
     done = subprocess.run(command, cwd=workspace, env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True)
     seconds = time.monotonic() - started
+    leftovers = _leftover_processes(str(scenario_file))
     events = [json.loads(line) for line in output.read_text().splitlines()] if output.exists() else []
     lsp_log = tmp / "xdg" / "xdg_cache_home" / "nvim" / "lsp.log"
     result = Run(workspace, spectral, features, events, done.returncode, seconds,
-                 done.stdout + done.stderr, lsp_log.read_text() if lsp_log.exists() else "", lines)
+                 done.stdout + done.stderr, lsp_log.read_text() if lsp_log.exists() else "", lines, leftovers)
     return result
+
+
+def _leftover_processes(marker: str, grace_s: float = 5.0) -> list[str]:
+    """Processes started by this run (they inherit ONNXLENS_NVIM_SCENARIO) that are still alive
+    `grace_s` after Neovim exited. They are killed, so a failure does not leak them."""
+    def ours() -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter():
+            try:
+                if process.environ().get("ONNXLENS_NVIM_SCENARIO") == marker:
+                    found.append(process)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                pass
+        return found
+
+    deadline = time.monotonic() + grace_s
+    while (alive := ours()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    described = []
+    for process in alive:
+        try:
+            described.append(f"{process.pid}: {' '.join(process.cmdline())}")
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    return described
 
 
 def test_editor_session_ran_to_the_end(run):
@@ -185,6 +217,11 @@ def test_fixing_the_helper_clears_only_its_diagnostic(run):
     assert run.diagnostics("fix1", run.features) == [], run.where()
     remaining = run.diagnostics("fix1", run.spectral)
     assert [d["lnum"] for d in remaining] == [run.lines["eigvals"]], run.where()
+    # Nor was spectral.py cleared for a moment in between (the state above could be stale).
+    start, end = (run.events.index(run.one("saved", step)) for step in ("fix1", "fix2"))
+    cleared = [e for e in run.events[start:end] if e["event"] == "server:textDocument/publishDiagnostics"
+               and Path(e["file"]) == run.spectral and e["count"] == 0]
+    assert not cleared, run.where()
 
 
 def test_fixing_both_operators_clears_every_diagnostic(run):
@@ -199,17 +236,18 @@ def test_fixing_both_operators_clears_every_diagnostic(run):
 def test_server_exits_cleanly_when_neovim_stops_it(run):
     stopped = run.one("stopped", "stop")
     assert stopped["exit"] == {"code": 0, "signal": 0}, run.where()
+    assert run.leftovers == [], run.where()
 
 
 def test_progress_ends_after_the_diagnostics_are_published(run):
     """DESIGN: diagnostics are published before the export's progress ends."""
-    first_publish = next(i for i, e in enumerate(run.events)
-                         if e["event"] == "server:textDocument/publishDiagnostics"
-                         and Path(e["file"]) == run.spectral and e["count"] > 0)
+    publishes = [i for i, e in enumerate(run.events)
+                 if e["event"] == "server:textDocument/publishDiagnostics"
+                 and Path(e["file"]) == run.spectral and e["count"] > 0]
     ends = [i for i, e in enumerate(run.events) if e["event"] == "server:$/progress"
             and e["value"].get("kind") == "end" and "spectral" in e["value"].get("message", "")]
-    assert ends, run.where()
-    assert first_publish < ends[0], run.where()
+    assert publishes and ends, run.where()
+    assert publishes[0] < ends[0], run.where()
 
 
 def test_code_lens_reports_success_after_the_fix(run):
