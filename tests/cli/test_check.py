@@ -36,8 +36,8 @@ def line_of(path: Path, needle: str, occurrence: int = 1) -> int:
 
 # Where the spectral target's two unsupported operators are (DESIGN.md: one finding per line).
 SPECTRAL_FINDINGS = {
-    ("models/spectral.py", line_of(EXAMPLES / "models" / "spectral.py", "torch.linalg.eigvals")),
-    ("models/features.py", line_of(EXAMPLES / "models" / "features.py", "torch.special.zeta")),
+    ("models/spectral.py", line_of(EXAMPLES / "models" / "spectral.py", "torch.linalg.eigvals(")),
+    ("models/features.py", line_of(EXAMPLES / "models" / "features.py", "torch.special.zeta(")),
 }
 
 
