@@ -117,11 +117,19 @@ def check(args: argparse.Namespace) -> int:
     sys.stdout.write(RENDERERS[args.format](run))
     sys.stdout.flush()
 
-    if workspace.findings or internal_errors:
+    return EXIT_USAGE if internal_errors else exit_status(run)
+
+
+def exit_status(run: CheckRun) -> int:
+    """2 for config errors, 1 for error findings, else 0: warnings (e.g. `mismatch`) pass."""
+    if run.workspace.findings:
         return EXIT_USAGE
-    failed = any(r.status != "ok" for r in results)
-    errors = any(f.severity == "error" for _, f in run.findings)
-    return EXIT_FINDINGS if failed or errors else EXIT_OK
+    if any(finding.severity == "error" for _, finding in run.findings):
+        return EXIT_FINDINGS
+    # A failed export that explains nothing must still fail the build.
+    if any(result.status != "ok" and not result.findings for result in run.results):
+        return EXIT_FINDINGS
+    return EXIT_OK
 
 
 def _load(path: Path) -> Workspace:

@@ -211,12 +211,27 @@ def test_a_workspace_whose_targets_all_export_exits_0(tmp_path):
     assert mlp["verification"] is None  # --no-verify
 
 
-def test_target_option_selects_one_target(tmp_path_factory):
+@pytest.fixture(scope="module")
+def selection_runs(tmp_path_factory):
+    """`--target mlp` three times: fresh, again (unchanged: from the cache), and with --no-cache."""
     workspace = copy_examples(tmp_path_factory, "select")
-    process = check(str(workspace), "--target", "mlp", "--format", "json")
-    assert process.returncode == 0, process.stdout + process.stderr
-    assert [t["name"] for t in json.loads(process.stdout)["targets"]] == ["mlp"]
+    runs = [check(str(workspace), "--target", "mlp", "--format", "json", *extra) for extra in ([], [], ["--no-cache"])]
+    return workspace, runs
+
+
+def test_target_option_selects_one_target(selection_runs):
+    workspace, (first, _, _) = selection_runs
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [t["name"] for t in json.loads(first.stdout)["targets"]] == ["mlp"]
     assert sorted(p.name for p in (workspace / ".onnxlens").glob("*.onnx")) == ["mlp.onnx"]
+
+
+def test_unchanged_rerun_comes_from_the_cache_unless_no_cache(selection_runs):
+    """Needs the worker's result cache (DESIGN.md: an unchanged workspace exports nothing)."""
+    _, runs = selection_runs
+    cached = [json.loads(run.stdout)["targets"][0]["cached"] for run in runs]
+    assert cached == [False, True, False]
+    assert all(run.returncode == 0 for run in runs)
 
 
 def test_unknown_target_exits_2_listing_the_targets(tmp_path_factory):
@@ -229,7 +244,9 @@ def test_unknown_target_exits_2_listing_the_targets(tmp_path_factory):
 
 
 def test_no_configuration_exits_2_with_a_message(tmp_path):
-    process = check(str(tmp_path))
+    # Through the installed console script this time.
+    script = Path(sys.executable).parent / "onnxlens"
+    process = subprocess.run([str(script), "check", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert process.returncode == 2
     assert "no onnxlens configuration" in process.stderr and "Traceback" not in process.stderr
 
