@@ -89,6 +89,12 @@ async def start_session(client: LanguageClient, workspace: Path, editor: str,
     ))
 
 
+def cleared(client: LanguageClient, path: Path) -> bool:
+    """True once an empty diagnostics list was published for the file (it had some, or was checked)."""
+    published = client.diagnostics.get(path.as_uri())
+    return published is not None and len(published) == 0
+
+
 def open_file(client: LanguageClient, path: Path) -> None:
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))

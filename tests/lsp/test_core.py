@@ -17,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from conftest import (EDITORS, action_commands, copy_examples, exports_finished, line_of, open_file,
+from conftest import (EDITORS, action_commands, cleared, copy_examples, exports_finished, line_of, open_file,
                       save_file, server_config, start_session, stats, wait_until)
 
 FIXED_SPECTRAL = ("torch.linalg.eigvals(h).real", "torch.tanh(h)")
@@ -114,8 +114,8 @@ async def test_failing_model_diagnostics_actions_then_fix(client: LanguageClient
     save_file(client, spectral, spectral.read_text().replace(*FIXED_SPECTRAL))
     save_file(client, features, features.read_text().replace(*FIXED_FEATURES))
     await exports_finished(client, "spectral", finished + 1)
-    await wait_until(lambda: client.diagnostics.get(spectral.as_uri()) == []
-                     and client.diagnostics.get(features.as_uri()) == [], 30, "diagnostics cleared")
+    await wait_until(lambda: cleared(client, spectral)
+                     and cleared(client, features), 30, "diagnostics cleared")
     assert (ws / ".onnxlens" / "spectral.onnx").is_file()
     lenses = await client.text_document_code_lens_async(lsp.CodeLensParams(
         text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri())))
