@@ -93,7 +93,11 @@ local function snapshot_diagnostics()
       file = vim.api.nvim_buf_get_name(d.bufnr),
       lnum = d.lnum, col = d.col, end_lnum = d.end_lnum, end_col = d.end_col,
       severity = d.severity, source = d.source, code = d.code, message = d.message,
-      code_description = d.user_data and d.user_data.lsp and d.user_data.lsp.codeDescription or nil,
+      -- Kept by Neovim from the LSP diagnostic (0.7 announces relatedInformation support).
+      related = vim.tbl_map(function(r)
+        return { file = vim.uri_to_fname(r.location.uri), line = r.location.range.start.line,
+                 message = r.message }
+      end, d.user_data and d.user_data.lsp and d.user_data.lsp.relatedInformation or {}),
     })
   end
   record('diagnostics', { items = items })
@@ -166,8 +170,6 @@ local function execute(client, bufnr, action)
   local reply = client.request_sync('workspace/executeCommand', {
     command = command.command, arguments = command.arguments,
   }, scenario.wait_ms, bufnr)
-  -- Give a follow-up request (window/showDocument) time to arrive.
-  wait(1000, function() return false end)
   record('execute_command', {
     command = command.command,
     result = reply and reply.result,
@@ -238,7 +240,6 @@ local function run()
     name = 'onnxlens',
     cmd = scenario.cmd,
     cmd_cwd = scenario.root_dir,
-    cmd_env = scenario.cmd_env,
     root_dir = scenario.root_dir,
     workspace_folders = { { uri = vim.uri_from_fname(scenario.root_dir), name = 'workspace' } },
     on_exit = function(code, signal)

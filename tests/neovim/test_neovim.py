@@ -42,9 +42,10 @@ ZETA = "    return torch.special.zeta(shifted, 2.0)"
 ZETA_FIX = "    return torch.pow(2.0, -shifted)"  # the first term of the Hurwitz zeta series
 MODEL_DEFINITION = "class SpectralNet(nn.Module):"
 LINEAR = "        h = self.proj(x)"  # nn.Linear: becomes Gemm (or MatMul + Add) in ONNX
+HELPER_CALL = "        return zeta_features(eig) + h.sum()"  # forward's call of the zeta helper
 
-WAIT_MS = 60_000  # each bounded wait inside Neovim
-NVIM_TIMEOUT_S = 170  # the whole editor run (`timeout` kills it past this)
+WAIT_MS = 90_000  # each bounded wait inside Neovim (the happy path needs ~30 s in all)
+NVIM_TIMEOUT_S = 240  # the whole editor run (`timeout` kills it past this)
 
 
 def line_of(path: Path, text: str) -> int:
@@ -101,7 +102,8 @@ def run(tmp_path_factory) -> Run:
     features = workspace / "models" / "features.py"
     output = tmp / "events.jsonl"
     lines = {"eigvals": line_of(spectral, EIGVALS), "zeta": line_of(features, ZETA),
-             "model": line_of(spectral, MODEL_DEFINITION), "linear": line_of(spectral, LINEAR)}
+             "model": line_of(spectral, MODEL_DEFINITION), "linear": line_of(spectral, LINEAR),
+             "helper_call": line_of(spectral, HELPER_CALL)}
     scenario = {
         "cmd": [sys.executable, "-m", "onnxlens.server"],
         "root_dir": str(workspace),
@@ -187,6 +189,13 @@ def test_diagnostics_land_on_the_unsupported_operators_lines(run):
         assert diagnostic["code"] == "unsupported-op", run.where()
         assert diagnostic["severity"] == 1, run.where()  # vim.diagnostic.severity.ERROR
         assert op in diagnostic["message"], run.where()
+
+
+def test_helper_diagnostic_points_back_to_the_call_in_forward(run):
+    """Neovim 0.7 announces relatedInformation: the rest of the user's call chain comes along."""
+    (diagnostic,) = run.diagnostics("open", run.features)
+    related = [(Path(r["file"]), r["line"]) for r in diagnostic["related"]]
+    assert (run.spectral, run.lines["helper_call"]) in related, run.where()
 
 
 def test_code_actions_on_the_diagnostic(run):
