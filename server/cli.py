@@ -110,10 +110,14 @@ def check(args: argparse.Namespace) -> int:
             print(progress_line(result), file=sys.stderr, flush=True)
 
     results, internal_errors = ([], 0)
+    if specs and show_progress:
+        print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
+              f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
     if specs:
         results, internal_errors = asyncio.run(
             _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, on_done=finished))
-    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started)
+    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
+                   selection=args.target)
     sys.stdout.write(RENDERERS[args.format](run))
     sys.stdout.flush()
 

@@ -55,6 +55,14 @@ class CheckRun:
     workspace: Workspace
     results: list[ExportResult] = field(default_factory=list)
     seconds: float = 0.0
+    selection: list[str] = field(default_factory=list)  # --target names; empty: every target
+
+    @property
+    def invalid_targets(self) -> list[str]:
+        """Selected targets left out because of config errors."""
+        valid = {spec.name for spec in self.workspace.targets}
+        return [name for name in self.workspace.target_lines
+                if name not in valid and (not self.selection or name in self.selection)]
 
     @property
     def findings(self) -> list[tuple[str | None, Finding]]:
@@ -167,12 +175,12 @@ def summary_line(run: CheckRun) -> str:
     cached = sum(1 for r in run.results if r.cached)
     if cached:
         parts += f" ({cached} cached)"
-    declared = len(run.workspace.target_lines)
-    skipped = declared - len(run.results) if run.workspace.findings else 0
-    if skipped > 0:
-        parts += f", {skipped} not exported (config errors)"
+    invalid = len(run.invalid_targets)
+    if invalid:
+        parts += f", {invalid} invalid"
+    total = len(run.results) + invalid
     counts = f"{_pluralize(run.count('error'), 'error')}, {_pluralize(run.count('warning'), 'warning')}"
-    return f"{_pluralize(len(run.results), 'target')}: {parts} ({counts}) in {run.seconds:.1f} s"
+    return f"{_pluralize(total, 'target')}: {parts} ({counts}) in {run.seconds:.1f} s"
 
 
 # --- JSON ----------------------------------------------------------------------------------
