@@ -184,7 +184,9 @@ async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cac
         return result
 
     try:
-        await service.start()
+        # The worker imports torch and warms up: worth it only if something must be exported.
+        if not use_cache or any(service.cached(spec) is None for spec in specs):
+            await service.start()
         results = await asyncio.gather(*(one(spec) for spec in specs))
     finally:
         await service.shutdown()

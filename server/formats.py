@@ -142,12 +142,14 @@ def _pluralize(count: int, word: str) -> str:
 def progress_line(result: ExportResult) -> str:
     """One stderr line per finished target in text mode."""
     if result.status == "ok":
-        outcome = "exported" + (" (cached)" if result.cached else "")
+        outcome = "exported"
         warnings = sum(1 for f in result.findings if f.severity == "warning")
         if warnings:
             outcome += f" with {_pluralize(warnings, 'warning')}"
     else:
         outcome = f"failed: {_pluralize(len(result.findings), 'problem')}"
+    if result.cached:
+        outcome += " (cached)"
     return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
 
 
