@@ -109,11 +109,12 @@ def check(args: argparse.Namespace) -> int:
         if show_progress:
             print(progress_line(result), file=sys.stderr, flush=True)
 
-    results, internal_errors = ([], 0)
-    if specs and show_progress:
-        print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
-              f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
+    results: list[ExportResult] = []
+    internal_errors = 0
     if specs:
+        if show_progress:
+            print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
+                  f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         results, internal_errors = asyncio.run(
             _export_all(specs, root=workspace.root, jobs=args.jobs, use_cache=not args.no_cache,
                         on_done=finished))
