@@ -99,15 +99,29 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
 
 def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback: Location | None,
                          draft: list[tuple[str, str, list[Frame]]]) -> list[Finding]:
-    """One finding per distinct user line among all strategies' errors and draft_export's report."""
+    """One finding per distinct user line among all strategies' errors and draft_export's report.
+
+    An error without any user line (shown at the model's definition) is only its own finding
+    when no other strategy located the problem; otherwise it becomes a note of the located one.
+    """
     findings: dict[tuple, Finding] = {}
+    unlocated: list[tuple[Attempt, Finding]] = []
     for attempt in capture_result.attempts:
-        finding = _finding_for_error(attempt, workspace, fallback)
+        finding, located = _finding_for_error(attempt, workspace, fallback)
+        if not located:
+            unlocated.append((attempt, finding))
+            continue
         key = _key(finding)
         if key in findings:
             findings[key].message += f"\n(torch.export {attempt.strategy} mode fails here too: {_headline(attempt.error)})"
         else:
             findings[key] = finding
+    for attempt, finding in unlocated:
+        if findings:
+            first = next(iter(findings.values()))
+            first.message += f"\n(torch.export {attempt.strategy} mode also failed: {_headline(attempt.error)})"
+        else:
+            findings.setdefault(_key(finding), finding)
     for kind, description, frames in draft:
         location, related, text = locate(frames, workspace)
         if location is None:
@@ -126,7 +140,8 @@ def _key(finding: Finding) -> tuple:
     return (location.file, location.line) if location else ("", 0)
 
 
-def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> Finding:
+def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
+    """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
     frames = _user_frames(error, workspace)
     location, related, text = locate(frames, workspace) if frames else (None, [], None)
@@ -141,9 +156,11 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
         location = Location(**fallback.to_dict())
         text = source_line(location.file, location.line)
         message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
+        frames = []
     fixes = _check_fixes(error, location, text)
-    return Finding(code="torch-export", stage="capture", location=location, related=related,
-                   source_line=text, docs_url=docs_url, fixes=fixes, message=message)
+    finding = Finding(code="torch-export", stage="capture", location=location, related=related,
+                      source_line=text, docs_url=docs_url, fixes=fixes, message=message)
+    return finding, bool(frames) and location is not None and not message.endswith("definition)")
 
 
 def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import traceback
 from typing import Any, Callable, Iterator
 
-from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
+from onnxlens.exporter.types import ExportResult, Finding, Location, Related, TargetSpec
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -240,29 +241,36 @@ class Pipeline:
         job.fail(scanning.findings_for(located, job.workspace, job.fallback()))
 
     def _locate_helpers(self, job: _Job, missing: list) -> list:
-        """Re-capture with helper frames kept, to blame helper functions' own lines.
+        """Re-capture to blame the innermost user line of each op: helper functions, cond branches.
 
-        Only on this failure path: the default capture must record the stock stack traces (they
-        end up in the ONNX metadata). If the re-capture fails, forward's lines still stand.
+        The default non-strict capture records only frames of functions named `forward`, and
+        ops in torch.cond branches only down to the `torch.cond(...)` call. Two re-captures, on
+        this failure path only, see deeper: non-strict with every workspace function kept in
+        the stack traces, and strict (dynamo records the whole user stack, branches included).
+        Each op gets the deepest user chain any of them found. The default capture keeps the
+        stock stack traces (they end up in the ONNX metadata, which must stay byte-identical).
         """
-        from onnxlens.exporter import capture as capturing
+        from torch.onnx._internal.exporter import _capture_strategies
+
         from onnxlens.exporter import scan as scanning
         from onnxlens.exporter.loader import workspace_module_files
 
-        target = job.target
         files = sorted(set(workspace_module_files(job.workspace).values()) | set(_raw_module_files(job)))
-        try:
-            with scanning.stack_traces_through(files):
-                program = capturing.capture(target.model, target.args, target.kwargs,
-                                            target.dynamic_shapes, lambda text: None).program
-            if program is None:
-                return missing
-            decomposed = _decompose(program, self.tables.decompositions(job.registry, job.custom_key))
-            again = scanning.unsupported_ops(decomposed, job.registry)
-        except Exception as error:  # noqa: BLE001 - forward's lines are still right
-            job.log(f"could not re-capture to locate helper functions: {type(error).__name__}: {error}")
-            return missing
-        return again if len(again) == len(missing) else missing
+        candidates = []
+        for strategy, anchored in ((_capture_strategies.TorchExportNonStrictStrategy, True),
+                                   (_capture_strategies.TorchExportStrictStrategy, False)):
+            try:
+                with scanning.stack_traces_through(files if anchored else []):
+                    outcome = strategy(verbose=False)(job.target.model, job.target.args, job.target.kwargs,
+                                                      dynamic_shapes=job.target.dynamic_shapes)
+                if outcome.exported_program is None:
+                    continue
+                decomposed = _decompose(outcome.exported_program,
+                                        self.tables.decompositions(job.registry, job.custom_key))
+                candidates.append(scanning.unsupported_ops(decomposed, job.registry))
+            except Exception as error:  # noqa: BLE001 - forward's lines are still right
+                job.log(f"re-capture to locate helper lines failed: {type(error).__name__}: {error}")
+        return scanning.deepest_frames(missing, candidates, job.workspace)
 
     def _translate(self, job: _Job) -> None:
         from onnxlens.exporter.lines import line_infos
@@ -390,24 +398,40 @@ def _translate(decomposed: Any, registry: Any, opset: int, input_names: list[str
 
 def _error_finding(job: _Job, error: BaseException, code: str, stage: str, context: str) -> Finding:
     """A finding for an exception: on the FX node it names if any, else the user's frames, else
-    the model's definition."""
+    the model's definition. User code that raised on the way (a custom translation, say) is a
+    related location."""
     from onnxlens.exporter.locations import frames_from_stack_trace, frames_from_summary, locate, source_line
 
+    chain = []
+    item: BaseException | None = error
+    while item is not None and item not in chain:
+        chain.append(item)
+        item = item.__cause__ or item.__context__
+    raised_frames = [frame for item in chain for frame in frames_from_summary(traceback.extract_tb(item.__traceback__))]
     location, related, text = None, [], None
     node = _node_named_in(job, error)
     if node is not None:
         location, related, text = locate(frames_from_stack_trace(node.meta.get("stack_trace")), job.workspace)
+        innermost = next((f for f in reversed(raised_frames) if job.workspace.contains(f.file)), None)
+        if innermost is not None:
+            related = [Related(file=os.path.realpath(innermost.file), line=innermost.line,
+                               message="raised here", column=innermost.column or 1)] + related
     if location is None:
-        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
-        location, related, text = locate(frames, job.workspace)
-    message = f"{context}: {type(error).__name__}: {_short(str(error))}"
-    cause = error.__cause__
-    if cause is not None:
-        message += f"\ncaused by {type(cause).__name__}: {_short(str(cause))}"
+        location, related, text = locate(raised_frames, job.workspace)
+    root = chain[-1]
+    message = f"{context}: {type(root).__name__}: {_short(str(root))}"
+    if root is not error:
+        message += f"\n({type(error).__name__}: {_short(_first_line(str(error)), 400)})"
+    if node is not None:
+        message = message.replace(f"{context}:", f"{context} at node {node.name} ({node.target}):", 1)
     if location is None and job.fallback() is not None:
         location = Location(**job.fallback().to_dict())
         text = source_line(location.file, location.line)
     return Finding(code=code, stage=stage, location=location, related=related, source_line=text, message=message)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
 
 
 def _node_named_in(job: _Job, error: BaseException):
@@ -423,11 +447,17 @@ def _node_named_in(job: _Job, error: BaseException):
         texts.append(str(item))
         item = item.__cause__ or item.__context__
     text = "\n".join(texts)
-    for module in graph_modules(program):
-        for node in module.graph.nodes:
-            if node.op == "call_function" and (node.format_node() in text or f"'{node.name}'" in text
-                                               or f'"{node.name}"' in text):
-                return node
+    nodes = [node for module in graph_modules(program) for node in module.graph.nodes
+             if node.op == "call_function"]
+    # The exporter's own wording first ("Error when translating node %name : ..."), then any
+    # quoted node name (onnx.checker names ONNX nodes after the FX nodes they came from).
+    for node in nodes:
+        if node.format_node() in text:
+            return node
+    for node in nodes:
+        if (f"'{node.name}'" in text or f'"{node.name}"' in text
+                or re.search(rf"\bnode[ _]{re.escape(node.name)}\b", text)):
+            return node
     return None
 
 

@@ -92,6 +92,38 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
     return findings
 
 
+def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp]],
+                   workspace: Workspace) -> list[UnsupportedOp]:
+    """For each op, the call chain with the most user frames among other captures of the model.
+
+    The n-th occurrence of an op in one capture is matched with the n-th occurrence of the same op
+    in another; a capture that found a different number of occurrences is not used for that op.
+    """
+    def occurrences(found: list[UnsupportedOp]) -> dict[str, list[UnsupportedOp]]:
+        by_op: dict[str, list[UnsupportedOp]] = {}
+        for op in found:
+            by_op.setdefault(op.op, []).append(op)
+        return by_op
+
+    def depth(op: UnsupportedOp) -> int:
+        return sum(1 for frame in op.frames if workspace.contains(frame.file))
+
+    ours = occurrences(ops)
+    others = [occurrences(found) for found in candidates]
+    located = []
+    for name, group in ours.items():
+        for index, op in enumerate(group):
+            best = op
+            for other in others:
+                matches = other.get(name, [])
+                if len(matches) == len(group) and depth(matches[index]) > depth(best):
+                    best = UnsupportedOp(op=op.op, reason=op.reason, frames=matches[index].frames,
+                                         torch_fn=op.torch_fn or matches[index].torch_fn,
+                                         module_path=op.module_path)
+            located.append(best)
+    return located
+
+
 @contextlib.contextmanager
 def stack_traces_through(files: list[str]) -> Iterator[None]:
     """Make non-strict capture keep frames of every function in `files`, not only `forward`.
