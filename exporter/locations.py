@@ -44,6 +44,9 @@ class Workspace:
         self.root = os.path.realpath(root)
         self.output_dir = os.path.realpath(output_dir) if output_dir else None
         self._cache: dict[str, bool] = {}
+        # Resolving symlinks costs a few syscalls a path; thousands of loaded modules are checked
+        # per job, and nearly all of them are textually outside the root.
+        self._prefixes = tuple({os.path.abspath(root).rstrip(os.sep) + os.sep, self.root.rstrip(os.sep) + os.sep})
 
     def contains(self, path: str | None) -> bool:
         if not path or path.startswith("<"):
@@ -51,6 +54,9 @@ class Workspace:
         known = self._cache.get(path)
         if known is not None:
             return known
+        if not os.path.abspath(path).startswith(self._prefixes):
+            self._cache[path] = False
+            return False
         real = os.path.realpath(path)
         inside = _is_under(real, self.root) and not (
             self.output_dir and _is_under(real, self.output_dir)

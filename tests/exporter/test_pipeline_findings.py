@@ -25,6 +25,16 @@ class Gated(nn.Module):
         return y - 1
 
 
+class TwoProblems(nn.Module):
+    """Two data-dependent problems: torch.export stops at the first, draft_export sees both."""
+
+    def forward(self, x):
+        total = x.sum()
+        scaled = x * 2 if total > 0 else x
+        count = x.max().item()
+        return scaled.sum() + torch.ones(int(count)).sum()
+
+
 class GatedInHelper(nn.Module):
     def forward(self, x):
         return gate(x) + 1
@@ -155,6 +165,16 @@ def test_data_dependent_if_is_reported_on_the_if_line(workspace):
     assert finding.docs_url
 
 
+def test_draft_export_reports_every_data_dependent_problem_at_once(workspace):
+    result = run(workspace, "pkg/models.py:TwoProblems")
+    models = workspace / "pkg" / "models.py"
+    assert result.status == "failed"
+    assert [f.code for f in result.findings] == ["torch-export", "torch-export"]
+    assert [f.location.line for f in result.findings] == [
+        line_of(models, "scaled = x * 2 if total > 0 else x"), line_of(models, "torch.ones(int(count))")]
+    assert "draft_export" in result.findings[1].message
+
+
 def test_data_dependent_branch_in_a_helper_lands_on_the_helper_with_forward_related(workspace):
     result = run(workspace, "pkg/models.py:GatedInHelper")
     helpers = workspace / "pkg" / "helpers.py"
@@ -245,3 +265,26 @@ def test_missing_attribute_in_a_reference_is_an_import_finding(workspace):
     finding = only(result, "import")
     assert "Nope" in finding.message
     assert finding.location.file == str(workspace / "pkg" / "models.py")
+
+
+def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
+    # torch 2.13 seldom suggests checks for real models (most guards became size-oblivious), so
+    # the message comes from torch's own suggestion code on a real data-dependent error object.
+    import sympy
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, _suggest_torch_checks
+
+    from onnxlens.exporter.capture import _check_fixes
+    from onnxlens.exporter.types import Location
+
+    u0 = sympy.Symbol("u0", integer=True)
+    error = GuardOnDataDependentSymNode(u0 > 2, "Could not guard on data-dependent expression u0 > 2")
+    _suggest_torch_checks(error, {"u0": ["n"]})
+    path = write(tmp_path, "m.py", """
+        def f(x, n):
+            if n > 2:
+                return x
+    """)
+    fixes = _check_fixes(error, Location(file=str(path), line=2, column=5), "    if n > 2:")
+    assert [f.new_text for f in fixes] == ["    torch._check(n > 2)\n", "    torch._check(n <= 2)\n"]
+    assert all((f.line, f.column, f.end_line, f.end_column) == (2, 1, 2, 1) for f in fixes)
+    assert fixes[0].title == "Insert torch._check(n > 2)"
