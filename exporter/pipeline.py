@@ -56,6 +56,7 @@ class _Job:
         self.decomposed = None
         self.onnx_program = None
         self.need_axis_mapping = False
+        self.anchors: set = set()  # helper-frame anchors the capture used (stacks.py)
         self.raw_dynamic_shapes = None
         self.error: BaseException | None = None
         self.stage: str = "load"
@@ -208,10 +209,15 @@ class Pipeline:
     def _capture(self, job: _Job) -> None:
         from onnxlens.exporter import capture as capturing
 
+        from onnxlens.exporter.stacks import helper_frames_kept
+
         target = job.target
-        captured = capturing.capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
+        with helper_frames_kept(_workspace_files(job)) as anchors:
+            captured = capturing.capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
         if captured.program is not None:
             job.program = captured.program
+            # Only non-strict traces carry the extra helper frames (see stacks.py).
+            job.anchors = anchors if captured.strategy == "non-strict" else set()
             self._write_program_dump(job)
             return
         job.error = captured.attempts[0].error if captured.attempts else None
@@ -224,8 +230,11 @@ class Pipeline:
         job.fail(capturing.findings_for_failure(captured, job.workspace, job.fallback(), draft))
 
     def _decompose(self, job: _Job) -> None:
+        from onnxlens.exporter.stacks import restore_stock_traces
+
         try:
             job.decomposed = _decompose(job.program, self.tables.decompositions(job.registry, job.custom_key))
+            restore_stock_traces(job.decomposed, job.anchors)
         except Exception as error:  # noqa: BLE001 - any decomposition failure is a finding
             job.error = error
             job.fail([_error_finding(job, error, "decomposition", "decompose",
@@ -241,36 +250,28 @@ class Pipeline:
         job.fail(scanning.findings_for(located, job.workspace, job.fallback()))
 
     def _locate_helpers(self, job: _Job, missing: list) -> list:
-        """Re-capture to blame the innermost user line of each op: helper functions, cond branches.
+        """Re-capture strictly to blame the innermost user line of ops in torch.cond branches.
 
-        The default non-strict capture records only frames of functions named `forward`, and
-        ops in torch.cond branches only down to the `torch.cond(...)` call. Two re-captures, on
-        this failure path only, see deeper: non-strict with every workspace function kept in
-        the stack traces, and strict (dynamo records the whole user stack, branches included).
-        Each op gets the deepest user chain any of them found. The default capture keeps the
-        stock stack traces (they end up in the ONNX metadata, which must stay byte-identical).
+        Non-strict capture (with helper frames kept, see stacks.py) traces torch.cond branches
+        through dynamo-generated code and records them only down to the `torch.cond(...)` call;
+        strict capture records the whole user stack, branches included. On this failure path
+        only, each op gets the deepest user chain either capture found.
         """
         from torch.onnx._internal.exporter import _capture_strategies
 
         from onnxlens.exporter import scan as scanning
-        from onnxlens.exporter.loader import workspace_module_files
 
-        files = sorted(set(workspace_module_files(job.workspace).values()) | set(_raw_module_files(job)))
-        candidates = []
-        for strategy, anchored in ((_capture_strategies.TorchExportNonStrictStrategy, True),
-                                   (_capture_strategies.TorchExportStrictStrategy, False)):
-            try:
-                with scanning.stack_traces_through(files if anchored else []):
-                    outcome = strategy(verbose=False)(job.target.model, job.target.args, job.target.kwargs,
-                                                      dynamic_shapes=job.target.dynamic_shapes)
-                if outcome.exported_program is None:
-                    continue
-                decomposed = _decompose(outcome.exported_program,
-                                        self.tables.decompositions(job.registry, job.custom_key))
-                candidates.append(scanning.unsupported_ops(decomposed, job.registry))
-            except Exception as error:  # noqa: BLE001 - forward's lines are still right
-                job.log(f"re-capture to locate helper lines failed: {type(error).__name__}: {error}")
-        return scanning.deepest_frames(missing, candidates, job.workspace)
+        try:
+            outcome = _capture_strategies.TorchExportStrictStrategy(verbose=False)(
+                job.target.model, job.target.args, job.target.kwargs, dynamic_shapes=job.target.dynamic_shapes)
+            if outcome.exported_program is None:
+                return missing
+            decomposed = _decompose(outcome.exported_program, self.tables.decompositions(job.registry, job.custom_key))
+            strict = scanning.unsupported_ops(decomposed, job.registry)
+        except Exception as error:  # noqa: BLE001 - the non-strict lines still stand
+            job.log(f"strict re-capture to locate ops failed: {type(error).__name__}: {error}")
+            return missing
+        return scanning.deepest_frames(missing, [strict], job.workspace)
 
     def _translate(self, job: _Job) -> None:
         from onnxlens.exporter.lines import line_infos
@@ -285,7 +286,15 @@ class Pipeline:
             job.fail([_error_finding(job, error, "translation", "translate", "translating to ONNX failed")])
         graph = job.onnx_program.model.graph
         job.result.node_count = len(graph)
-        job.result.lines = line_infos(job.onnx_program.model, job.workspace)
+        from onnxlens.exporter.scan import graph_modules
+        from onnxlens.exporter.stacks import FULL_TRACE
+
+        full_traces: dict[str, str] = {}
+        for module in graph_modules(job.decomposed):
+            for node in module.graph.nodes:
+                if FULL_TRACE in node.meta:
+                    full_traces.setdefault(node.name, node.meta[FULL_TRACE])
+        job.result.lines = line_infos(job.onnx_program.model, job.workspace, full_traces)
 
     def _check(self, job: _Job) -> None:
         import onnx
@@ -411,7 +420,9 @@ def _error_finding(job: _Job, error: BaseException, code: str, stage: str, conte
     location, related, text = None, [], None
     node = _node_named_in(job, error)
     if node is not None:
-        location, related, text = locate(frames_from_stack_trace(node.meta.get("stack_trace")), job.workspace)
+        from onnxlens.exporter.stacks import full_stack_trace
+
+        location, related, text = locate(frames_from_stack_trace(full_stack_trace(node)), job.workspace)
         innermost = next((f for f in reversed(raised_frames) if job.workspace.contains(f.file)), None)
         if innermost is not None:
             related = [Related(file=os.path.realpath(innermost.file), line=innermost.line,
@@ -461,15 +472,17 @@ def _node_named_in(job: _Job, error: BaseException):
     return None
 
 
-def _raw_module_files(job: _Job) -> list[str]:
+def _workspace_files(job: _Job) -> list[str]:
+    """Loaded workspace modules' files, as imported (frames use these names) and resolved."""
     import sys
 
-    files = []
+    files = set()
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if path and job.workspace.contains(path):
-            files.append(path)
-    return files
+            files.add(path)
+            files.add(os.path.realpath(path))
+    return sorted(files)
 
 
 def _reference_location(ref: str | None, root: str) -> Location | None:

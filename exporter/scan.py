@@ -8,7 +8,6 @@ same `_dispatching.dispatch` and registry the translation will use, and report t
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import os
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from torch.onnx._internal.exporter import _core, _dispatching
 
 from onnxlens.exporter.locations import (Frame, Workspace, call_names_for_op, frames_from_stack_trace,
                                           locate, source_line)
+from onnxlens.exporter.stacks import full_stack_trace
 from onnxlens.exporter.types import Finding, Location
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
@@ -54,7 +54,7 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             stack = node.meta.get("nn_module_stack") or {}
             module_path = list(stack.values())[-1][0] if stack else None
             found.append(UnsupportedOp(op=_op_name(node.target), reason=reason,
-                                       frames=frames_from_stack_trace(node.meta.get("stack_trace")),
+                                       frames=frames_from_stack_trace(full_stack_trace(node)),
                                        torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
                                        module_path=module_path))
     return found
@@ -122,45 +122,3 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                                          module_path=op.module_path)
             located.append(best)
     return located
-
-
-@contextlib.contextmanager
-def stack_traces_through(files: list[str]) -> Iterator[None]:
-    """Make non-strict capture keep frames of every function in `files`, not only `forward`.
-
-    Non-strict tracing records only frames of functions named `forward` (and registered
-    "anchors"), so an op called in a helper function is blamed on forward's call of the helper.
-    Registering every code object of the workspace files as an anchor keeps the helper frames.
-    Only used to locate problems: the default export runs without it, so that its ONNX metadata
-    (which holds the stack traces) stays byte-identical to the public API's.
-    """
-    from torch.fx import proxy
-
-    anchors = getattr(proxy, "_STACK_TRACE_ANCHORS", None)
-    if anchors is None:  # older torch: helper frames stay lost, forward's line is still right
-        yield
-        return
-    added = set()
-    for file in files:
-        try:
-            with open(file, encoding="utf-8") as handle:
-                code = compile(handle.read(), file, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for item in _code_objects(code):
-            # Frames name the file as it was imported; register the resolved path too.
-            for name in {file, os.path.realpath(file)}:
-                if (name, item.co_name) not in anchors:
-                    added.add((name, item.co_name))
-    anchors.update(added)
-    try:
-        yield
-    finally:
-        anchors.difference_update(added)
-
-
-def _code_objects(code) -> Iterator[Any]:
-    yield code
-    for const in code.co_consts:
-        if hasattr(const, "co_consts"):
-            yield from _code_objects(const)
