@@ -315,7 +315,8 @@ class Pipeline:
         from onnxlens.exporter.verify import verify
 
         try:
-            summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs)
+            summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
+                                       root=job.spec.root)
         except NotImplementedError:
             job.log("verification is not available in this build")
             return
