@@ -26,6 +26,10 @@ _GB_URL_RE = re.compile(r"https://\S+/gb/gb\d+\.html")
 _CHECK_FIX_RE = re.compile(r"^\s*\d+\.\s*(torch\._check\(.*\))\s*$", re.MULTILINE)
 _BLAME_RE = re.compile(r'The following call raised this error:\s*\n\s*File "(.+?)", line (\d+)')
 
+DATA_DEPENDENT_LEAD = ("data-dependent: this line needs the value of a tensor, which torch.export does not "
+                       "know while tracing (branch with torch.cond or compute both sides with torch.where; "
+                       "state known facts with torch._check(...))")
+
 STRATEGIES = (
     ("non-strict", _capture_strategies.TorchExportNonStrictStrategy),
     ("strict", _capture_strategies.TorchExportStrictStrategy),
@@ -146,6 +150,8 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     frames = _user_frames(error, workspace)
     location, related, text = locate(frames, workspace) if frames else (None, [], None)
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
+    if is_data_dependent(error):
+        message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL
     for item in _chain(error):
         match = _GB_URL_RE.search(str(item))

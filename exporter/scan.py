@@ -78,8 +78,13 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
         names = list(dict.fromkeys(op.op for op in group))
         call_names = [name for op in group for name in call_names_for_op(op.torch_fn, op.op)]
         location, related, text = locate(group[0].frames, workspace, call_names=call_names)
-        message = (f"no ONNX translation for {', '.join(names)}"
-                   f" ({group[0].reason.rstrip('.')}); register one with custom-translations")
+        callee = _callee(text, location)
+        message = f"no ONNX translation for {', '.join(names)}"
+        if callee:
+            message += f" (from {callee})"
+        if "complex" in group[0].reason:
+            message += " for complex-valued inputs"
+        message += "; give one in the target's custom-translations table, or avoid the op"
         if location is None and fallback is not None:
             location = Location(**fallback.to_dict())
             text = source_line(location.file, location.line)
@@ -122,3 +127,12 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                                          module_path=op.module_path)
             located.append(best)
     return located
+
+
+def _callee(text: str | None, location: Location | None) -> str | None:
+    """`torch.linalg.eigvals` when the location's column range covers `torch.linalg.eigvals(h)`."""
+    if not text or location is None or not location.end_column or location.end_line != location.line:
+        return None
+    span = text[location.column - 1:location.end_column - 1]
+    name = span.split("(", 1)[0].strip()
+    return name if name and "(" in span and name.replace(".", "").replace("_", "").isalnum() else None
