@@ -57,6 +57,7 @@ class _Job:
         self.onnx_program = None
         self.need_axis_mapping = False
         self.anchors: set = set()  # helper-frame anchors the capture used (stacks.py)
+        self.shapes_location: Location | None = None  # the dynamic-shapes factory's definition
         self.raw_dynamic_shapes = None
         self.error: BaseException | None = None
         self.stage: str = "load"
@@ -174,6 +175,7 @@ class Pipeline:
             model = loader.call_factory(model_factory, "model")
             args, kwargs = loading.split_inputs(loader.call_factory(inputs_factory, "inputs"))
             dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
+            job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
         except loading.LoadError as error:
             job.error = error.cause
             if error.finding.location is None:
@@ -219,6 +221,7 @@ class Pipeline:
             # Only non-strict traces carry the extra helper frames (see stacks.py).
             job.anchors = anchors if captured.strategy == "non-strict" else set()
             self._write_program_dump(job)
+            self._check_dynamic_dims(job)
             return
         job.error = captured.attempts[0].error if captured.attempts else None
         draft = []
@@ -228,6 +231,38 @@ class Pipeline:
             except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
                 job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
         job.fail(capturing.findings_for_failure(captured, job.workspace, job.fallback(), draft))
+
+    def _check_dynamic_dims(self, job: _Job) -> None:
+        """Warn when dimensions asked to be dynamic came out static.
+
+        When the model's code forces a dimension to one value (say `x.reshape(2, -1)` with a
+        dynamic batch), torch.export refuses the dynamic shape, and the exporter silently retries
+        with the fixes torch suggests: the export "works" but the ONNX model has a fixed size.
+        """
+        import torch
+
+        requested = _count_dynamic(job.target.dynamic_shapes)
+        if not requested:
+            return
+        specs = job.program.graph_signature.input_specs
+        user_inputs = {spec.arg.name for spec in specs if spec.kind.name == "USER_INPUT"}
+        shapes = []
+        dynamic = 0
+        for node in job.program.graph.nodes:
+            if node.op == "placeholder" and node.name in user_inputs:
+                value = node.meta.get("val")
+                if isinstance(value, torch.Tensor):
+                    dynamic += sum(1 for dim in value.shape if isinstance(dim, torch.SymInt))
+                    shapes.append(f"{node.name}: [{', '.join(str(d) for d in value.shape)}]")
+        if dynamic >= requested:
+            return
+        location = job.shapes_location or job.fallback()
+        job.result.findings.append(Finding(
+            code="torch-export", severity="warning", stage="capture", location=location,
+            source_line=None, docs_url="https://pytorch.org/docs/stable/export.html#dynamic-shapes",
+            message=(f"{requested - dynamic} of the {requested} dimensions declared dynamic came out static: "
+                     "the model's code fixes their size, and torch.export specialized them "
+                     f"(the exported inputs are {'; '.join(shapes)}). The ONNX model only accepts those sizes.")))
 
     def _decompose(self, job: _Job) -> None:
         from onnxlens.exporter.stacks import restore_stock_traces
@@ -484,6 +519,33 @@ def _workspace_files(job: _Job) -> list[str]:
             files.add(path)
             files.add(os.path.realpath(path))
     return sorted(files)
+
+
+def _count_dynamic(shapes: Any) -> int:
+    """Dimensions declared dynamic in a dynamic_shapes spec (Dim objects, AUTO/DYNAMIC, names)."""
+    import torch
+
+    if shapes is None:
+        return 0
+    if isinstance(shapes, dict) and all(isinstance(key, int) for key in shapes):
+        return sum(1 for value in shapes.values() if _is_dynamic_dim(value, torch))
+    if isinstance(shapes, dict):
+        return sum(_count_dynamic(value) for value in shapes.values())
+    if isinstance(shapes, (list, tuple)):
+        if shapes and all(not isinstance(v, (dict, list, tuple)) for v in shapes) and any(
+                _is_dynamic_dim(v, torch) for v in shapes):
+            return sum(1 for value in shapes if _is_dynamic_dim(value, torch))
+        return sum(_count_dynamic(value) for value in shapes)
+    return 0
+
+
+def _is_dynamic_dim(value: Any, torch: Any) -> bool:
+    if value is None or isinstance(value, int):
+        return False
+    dim_hint = getattr(torch.export, "Dim", None)
+    if dim_hint is not None and value in (getattr(dim_hint, "STATIC", object()),):
+        return False
+    return True
 
 
 def _reference_location(ref: str | None, root: str) -> Location | None:

@@ -86,6 +86,17 @@ class Broken(nn.Module):
         raise ValueError("no weights file")
 
 
+class Flattens(nn.Module):
+    """Asks for a dynamic row count, but reshape(16) only works with 4 rows."""
+
+    def forward(self, x):
+        return x.reshape(16) * 2
+
+
+def rows_dynamic():
+    return ({0: torch.export.Dim("rows", min=1, max=64)},)
+
+
 def inputs():
     return (torch.randn(4, 4),)
 
@@ -222,6 +233,19 @@ def test_failure_without_a_user_line_is_shown_at_the_model_definition(workspace)
     assert result.model_location.line == finding.location.line
     assert "Settings" in finding.message
     assert "model's definition" in finding.message
+
+
+def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_factory(workspace):
+    spec = spec_for(workspace, "flattens", "pkg/models.py:Flattens", "pkg/models.py:inputs",
+                    dynamic_shapes="pkg/models.py:rows_dynamic")
+    result = shared_pipeline().run(spec)
+    models = workspace / "pkg" / "models.py"
+    # Exported (as the public API does, specialized), but not silently.
+    assert result.status == "ok"
+    assert [(f.code, f.severity) for f in result.findings] == [("torch-export", "warning")]
+    finding = result.findings[0]
+    assert finding.location.line == line_of(models, "def rows_dynamic")
+    assert "came out static" in finding.message and "[4, 4]" in finding.message
 
 
 def test_syntax_error_is_an_import_finding_at_the_syntax_error(workspace):
