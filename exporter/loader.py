@@ -19,7 +19,7 @@ import inspect
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +43,6 @@ class LoadedTarget:
     kwargs: dict
     dynamic_shapes: Any = None
     custom_translations: dict | None = None
-    model_location: Location | None = None
-    extra_files: list[str] = field(default_factory=list)
 
 
 def workspace_module_files(workspace: Workspace) -> dict[str, str]:

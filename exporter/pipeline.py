@@ -176,6 +176,8 @@ class Pipeline:
             args, kwargs = loading.split_inputs(loader.call_factory(inputs_factory, "inputs"))
             dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
             job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
+            if callable(custom) and not isinstance(custom, dict):  # a function building the table
+                custom = loader.call_factory(custom, "custom-translations")
         except loading.LoadError as error:
             job.error = error.cause
             if error.finding.location is None:
@@ -186,8 +188,6 @@ class Pipeline:
         if not isinstance(model, torch.nn.Module):
             job.fail([Finding(code="setup", stage="load", location=job.fallback(),
                               message=f"the model factory {spec.model} returned {type(model).__name__}, not a torch.nn.Module")])
-        if callable(custom) and not isinstance(custom, dict):
-            custom = loader.call_factory(custom, "custom-translations")
         problems = validate_custom_table(custom) if custom is not None else []
         if problems:
             job.fail([Finding(code="setup", stage="load", location=_reference_location(spec.custom_translations, spec.root),
@@ -210,7 +210,6 @@ class Pipeline:
 
     def _capture(self, job: _Job) -> None:
         from onnxlens.exporter import capture as capturing
-
         from onnxlens.exporter.stacks import helper_frames_kept
 
         target = job.target
@@ -235,8 +234,8 @@ class Pipeline:
     def _check_dynamic_dims(self, job: _Job) -> None:
         """Warn when dimensions asked to be dynamic came out static.
 
-        When the model's code forces a dimension to one value (say `x.reshape(2, -1)` with a
-        dynamic batch), torch.export refuses the dynamic shape, and the exporter silently retries
+        When the model's code forces a dimension to one value (say `x.reshape(16)` of a
+        (batch, 4) input), torch.export refuses the dynamic shape, and the exporter silently retries
         with the fixes torch suggests: the export "works" but the ONNX model has a fixed size.
         """
         import torch
