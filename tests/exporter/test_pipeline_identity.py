@@ -82,6 +82,20 @@ def test_model_with_helpers_is_byte_identical_to_the_public_api(exported, tmp_pa
     assert filecmp.cmp(f"{result.onnx}.data", f"{public}.data", shallow=False)
 
 
+def test_an_older_opset_is_byte_identical_too(workspace, tmp_path):
+    spec = spec_for(workspace, "net18", "blocks/net.py:build", "blocks/net.py:inputs", opset=18)
+    result = shared_pipeline().run(spec)
+    assert result.status == "ok", result.findings
+    module = sys.modules["blocks.net"]
+    public = tmp_path / "net18.onnx"
+    torch.onnx.export(module.build(), module.inputs(), str(public), dynamo=True, opset_version=18, verbose=False)
+    assert filecmp.cmp(result.onnx, public, shallow=False)
+    import onnx
+
+    model = onnx.load(result.onnx, load_external_data=False)
+    assert {o.domain: o.version for o in model.opset_import}[""] == 18
+
+
 def test_hover_info_lands_on_helper_lines(exported, workspace):
     result, _ = exported
     helpers = workspace / "blocks" / "helpers.py"

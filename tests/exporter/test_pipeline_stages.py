@@ -173,3 +173,16 @@ def test_report_and_verification_stubs_do_not_break_the_run(workspace):
     result = shared_pipeline().run(small(workspace, verify=True))
     assert result.status == "ok"
     assert result.report is None or os.path.exists(result.report)
+
+
+def test_warm_up_builds_the_tables_that_later_jobs_reuse(workspace):
+    from onnxlens.exporter.pipeline import Pipeline
+
+    pipeline = Pipeline()
+    pipeline.warm_up()
+    registry = pipeline.tables._registries[20]
+    decompositions = dict(pipeline.tables._decompositions)
+    assert len(decompositions) == 1
+    assert pipeline.run(small(workspace)).status == "ok"
+    assert pipeline.tables._registries[20] is registry  # not rebuilt per job, as the public API does
+    assert pipeline.tables._decompositions == decompositions
