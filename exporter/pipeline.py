@@ -99,6 +99,9 @@ class Pipeline:
         decomposed = _decompose(program, self.tables.decompositions(registry))
         onnx_program = _translate(decomposed, registry, DEFAULT_OPSET)
         onnx_program.model_proto.SerializeToString()
+        # Translating imported modules that define op namespaces (torch.ops._dir grew): build the
+        # tables for the namespaces jobs will see, or every forked child would rebuild them.
+        self.tables.decompositions(registry)
 
     def run(self, spec: TargetSpec, on_event: EventSink = lambda event: None) -> ExportResult:
         start = time.perf_counter()
