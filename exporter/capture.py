@@ -18,7 +18,8 @@ from typing import Any, Callable
 import torch
 from torch.onnx._internal.exporter import _capture_strategies
 
-from onnxlens.exporter.locations import (Frame, Workspace, frames_from_summary, locate, source_line)
+from onnxlens.exporter.locations import (Frame, Workspace, frames_from_summary, is_library_file, locate,
+                                          source_line)
 from onnxlens.exporter.types import Finding, Fix, Location
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
@@ -149,6 +150,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     error = attempt.error
     frames = _user_frames(error, workspace)
     location, related, text = locate(frames, workspace) if frames else (None, [], None)
+    located = location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
@@ -162,11 +164,10 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
         location = Location(**fallback.to_dict())
         text = source_line(location.file, location.line)
         message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
-        frames = []
     fixes = _check_fixes(error, location, text)
     finding = Finding(code="torch-export", stage="capture", location=location, related=related,
                       source_line=text, docs_url=docs_url, fixes=fixes, message=message)
-    return finding, bool(frames) and location is not None and not message.endswith("definition)")
+    return finding, located
 
 
 def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
@@ -192,6 +193,11 @@ def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
         match = _BLAME_RE.search(str(item))
         if match:
             return [Frame(match.group(1), int(match.group(2)))]
+    # No user frame at all: third-party library frames (a transformers model) still help.
+    for item in _chain(error):
+        frames = frames_from_summary(traceback.extract_tb(item.__traceback__))
+        if any(not is_library_file(f.file) for f in frames):
+            return frames
     return []
 
 

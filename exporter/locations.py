@@ -146,7 +146,12 @@ def locate(frames: list[Frame], workspace: Workspace, *, call_names: list[str] |
             primary_index = index
             break
     if primary_index is None:
-        return None, [], None
+        # No user frame (a library model, say transformers): the caller shows the finding at the
+        # model's definition; the library frames still say where it happened, innermost first.
+        related = [Related(file=os.path.realpath(f.file), line=f.line, column=f.column or 1,
+                           message=f"inside {f.func or 'a call'} (library code)")
+                   for f in reversed(frames) if not is_library_file(f.file)]
+        return None, related, None
     frame = frames[primary_index]
     text = source_line(frame.file, frame.line)
     location = Location(file=os.path.realpath(frame.file), line=frame.line)

@@ -130,6 +130,30 @@ def build():
     return torch.nn.Linear(2, 2
 '''
 
+# A third-party library (installed, so not workspace code) whose layer uses an op ONNX lacks.
+LIBRARY_LAYER = '''
+import torch
+from torch import nn
+
+
+class ZetaLayer(nn.Module):
+    def forward(self, x):
+        return torch.special.zeta(x.abs() + 2.0, 2.0)
+'''
+
+LIBRARY_MODEL = '''
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "env" / "site-packages"))
+
+from fancylib.layers import ZetaLayer  # noqa: E402
+
+
+def build_library_model():
+    return ZetaLayer()
+'''
+
 IMPORT_ERROR = '''
 import torch
 
@@ -149,6 +173,9 @@ def workspace(tmp_path_factory) -> Path:
     write(root, "pkg/helpers.py", HELPERS)
     write(root, "pkg/syntax.py", SYNTAX_ERROR)
     write(root, "pkg/imports.py", IMPORT_ERROR)
+    write(root, "env/site-packages/fancylib/__init__.py", "")
+    write(root, "env/site-packages/fancylib/layers.py", LIBRARY_LAYER)
+    write(root, "pkg/library_model.py", LIBRARY_MODEL)
     return root
 
 
@@ -246,6 +273,17 @@ def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_facto
     finding = result.findings[0]
     assert finding.location.line == line_of(models, "def rows_dynamic")
     assert "came out static" in finding.message and "[4, 4]" in finding.message
+
+
+def test_op_inside_a_library_model_is_shown_at_the_factory_with_the_library_line_related(workspace):
+    result = run(workspace, "pkg/library_model.py:build_library_model")
+    factory = workspace / "pkg" / "library_model.py"
+    layers = workspace / "env" / "site-packages" / "fancylib" / "layers.py"
+    finding = only(result, "unsupported-op")
+    assert (finding.location.file, finding.location.line) == (str(factory), line_of(factory, "def build_library_model"))
+    assert [(r.file, r.line) for r in finding.related] == [(str(layers), line_of(layers, "torch.special.zeta("))]
+    # Library files are not the workspace's: the closure does not list them.
+    assert str(layers) not in result.closure
 
 
 def test_syntax_error_is_an_import_finding_at_the_syntax_error(workspace):
