@@ -98,8 +98,9 @@ class _Verification:
             torch_outputs = self.program.graph_module(*graph_inputs)
         if not isinstance(torch_outputs, (tuple, list)):
             torch_outputs = (torch_outputs,)
+        self.sessions = verify_runtime.Sessions(model)
         try:
-            session = verify_runtime.make_session(model)
+            session = self.sessions.session()
             onnx_outputs = verify_runtime.run(session, feeds)
         except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
             message = _first_line(error)
@@ -190,7 +191,7 @@ class _Verification:
                 extra.append(c.value)
                 seen.add(c.fetch_name)
         fetch = list(dict.fromkeys(c.fetch_name for c in candidates))
-        session = verify_runtime.make_session(model, extra)
+        session = self.sessions.session(extra)
         onnx_values = dict(zip(fetch, verify_runtime.run(session, feeds, fetch)))
         del session
         by_node = {c.node: c for c in candidates}

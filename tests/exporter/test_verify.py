@@ -252,3 +252,45 @@ def test_stack_trace_parsing_of_strict_capture(deep_model):
 ])
 def test_module_paths_are_normalised(raw, expected):
     assert normalize_module_path(raw) == expected
+
+
+def squash(x: torch.Tensor) -> torch.Tensor:
+    return torch.tanh(x) * 2  # helper-line
+
+
+class UsesHelper(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return squash(self.proj(x))  # helper-call
+
+
+def test_a_helper_function_frame_is_the_primary_location():
+    """Strict capture records helper frames: the finding lands in the helper, the caller is related."""
+    from onnxlens.exporter.verify_locate import locate_node_meta
+
+    program = torch.export.export(UsesHelper(), (torch.randn(2, 8),), strict=True)
+    tanh = next(n for n in program.graph.nodes if n.op == "call_function" and "tanh" in str(n.target))
+    place = locate_node_meta(tanh.meta, ROOT)
+    assert (place.location.file, place.location.line) == (str(HERE), line_of("helper-line"))
+    assert place.related[0].line == line_of("helper-call")
+    assert place.related[0].message.startswith("called from UsesHelper.forward()")
+    assert place.module_path == ""
+
+
+def test_models_too_large_for_one_protobuf_go_through_a_file(deep_model, monkeypatch):
+    """Above ~1.5 GB the model is saved with external data and loaded by path; the threshold is
+    lowered here so a small model takes that path (same results expected)."""
+    from onnxlens.exporter import verify_runtime
+
+    monkeypatch.setattr(verify_runtime, "_LARGE_MODEL_BYTES", 0)
+    args = deep_inputs()
+    program = export(deep_model, args)
+    corrupt_bias(program, "layers.2.ff.0.bias")
+    outputs_before = [v.name for v in program.model.graph.outputs]
+    summary, (finding,) = verify(program.exported_program, program, args, {}, root=ROOT)
+    assert summary["first_mismatch"]["module"] == "layers.2.ff.0"
+    assert finding.location.line == line_of("block-ff")
+    assert [v.name for v in program.model.graph.outputs] == outputs_before  # model unchanged
