@@ -218,6 +218,8 @@ def _verification(summary: dict[str, Any] | None) -> str | None:
         lines.append(f"- Error: {summary['error']}")
     if "note" in summary:
         lines.append(f"- Note: {summary['note']}")
+    if "localisation_error" in summary:
+        lines.append(f"- The first diverging value could not be searched: {summary['localisation_error']}")
     first = summary.get("first_mismatch")
     if first:
         module = f" in module `{first['module']}`" if first.get("module") else ""

@@ -142,8 +142,12 @@ class _Verification:
         if not failing:
             return []
 
-        divergence, checked = self._first_divergence(model, feeds, graph_inputs)
-        summary["intermediates_compared"] = checked
+        try:
+            divergence, checked = self._first_divergence(model, feeds, graph_inputs)
+            summary["intermediates_compared"] = checked
+        except Exception as error:  # noqa: BLE001 - keep the output comparison, locate at the output
+            divergence = None
+            summary["localisation_error"] = f"{type(error).__name__}: {_first_line(error)}"
         if divergence is None:
             divergence = failing[0]
         summary["first_mismatch"] = self._describe(divergence)
@@ -171,8 +175,8 @@ class _Verification:
             if node.op != "call_function":
                 continue
             value = by_name.get(node.name) or by_meta.get(node.name)
-            if value is None or not value.name or value.name in skip:
-                continue
+            if value is None or not value.name or value.name in skip or value.type is None:
+                continue  # (onnxruntime needs a type for each graph output)
             candidates.append(_Candidate(node, value, value.name))
         return candidates
 
@@ -243,7 +247,7 @@ class _Verification:
         from onnxlens.exporter.verify_locate import locate_node_meta
 
         node = divergence.node
-        place = locate_node_meta(getattr(node, "meta", {}) or {}, self.root)
+        place = locate_node_meta(_traced_meta(node), self.root)
         comparison = divergence.comparison
         if place.module_path:
             where = f"module `{place.module_path}` ({place.module_class.rsplit('.', 1)[-1]})"
@@ -295,6 +299,30 @@ class _Verification:
         return Finding(code="mismatch", severity="warning", stage="verify",
                        message=f"onnxruntime could not run the exported model: {message}",
                        location=location, related=related, source_line=source_line)
+
+
+def _traced_meta(node: Any) -> dict:
+    """The node's metadata, or that of the nearest node with a stack trace: nodes a
+    decomposition or a pass added may have none (their inputs, then their users, are the
+    closest user code)."""
+    meta = getattr(node, "meta", None) or {}
+    if meta.get("stack_trace") or not hasattr(node, "all_input_nodes"):
+        return meta
+    for neighbours in (lambda n: n.all_input_nodes, lambda n: list(n.users)):
+        seen, frontier = {node}, [node]
+        while frontier:
+            following = []
+            for current in frontier:
+                for other in neighbours(current):
+                    if other in seen:
+                        continue
+                    if other.meta.get("stack_trace"):
+                        return {**other.meta, "nn_module_stack": meta.get(
+                            "nn_module_stack", other.meta.get("nn_module_stack"))}
+                    seen.add(other)
+                    following.append(other)
+            frontier = following
+    return meta
 
 
 def _as_sequence(value: Any) -> tuple:
