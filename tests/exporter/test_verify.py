@@ -11,6 +11,7 @@ torch, in one of two ways a user meets in practice:
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from pathlib import Path
 
@@ -81,18 +82,35 @@ def deep_model() -> Deep:
     return Deep().eval()
 
 
-def corrupt_bias(onnx_program, name: str, delta: float = 0.05) -> None:
-    """Change a few entries of one bias initializer of the exported ONNX graph."""
+@pytest.fixture(scope="module")
+def deep_program(deep_model):
+    """One export of Deep shared by the tests; `corrupted_bias` restores what it changes."""
+    return export(deep_model, deep_inputs())
+
+
+@pytest.fixture(scope="module")
+def quick_gelu_program(deep_model):
+    return export(deep_model, deep_inputs(),
+                  custom_translation_table={torch.ops.aten.gelu.default: quick_gelu})
+
+
+@contextlib.contextmanager
+def corrupted_bias(onnx_program, name: str, delta: float = 0.05):
+    """Change a few entries of one bias initializer of the exported ONNX graph (restored after)."""
     initializers = onnx_program.model.graph.initializers
     assert name in initializers, sorted(initializers)
-    array = initializers[name].const_value.numpy().copy()
+    original = initializers[name].const_value
+    array = original.numpy().copy()
     array[:4] += delta
     initializers[name].const_value = ir.tensor(array, name=name)
+    try:
+        yield onnx_program
+    finally:
+        initializers[name].const_value = original
 
 
-def test_correct_model_passes_with_small_diffs(deep_model):
-    args = deep_inputs()
-    program = export(deep_model, args)
+def test_correct_model_passes_with_small_diffs(deep_program):
+    args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
     assert summary["passed"] is True
     assert findings == []
@@ -103,12 +121,10 @@ def test_correct_model_passes_with_small_diffs(deep_model):
 
 
 @pytest.mark.parametrize("layer", [1, 3])
-def test_corrupted_layer_is_found_by_module_path_on_the_shared_line(deep_model, layer):
-    args = deep_inputs()
-    program = export(deep_model, args)
-    corrupt_bias(program, f"layers.{layer}.ff.0.bias")
-
-    summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
+def test_corrupted_layer_is_found_by_module_path_on_the_shared_line(deep_program, layer):
+    args, program = deep_inputs(), deep_program
+    with corrupted_bias(program, f"layers.{layer}.ff.0.bias"):
+        summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
 
     assert summary["passed"] is False
     assert summary["max_abs_diff"] > 1e-3
@@ -130,10 +146,8 @@ def test_corrupted_layer_is_found_by_module_path_on_the_shared_line(deep_model, 
     assert any(r.file.endswith("linear.py") and "Linear.forward()" in r.message for r in finding.related)
 
 
-def test_wrong_custom_translation_is_found_at_the_first_gelu(deep_model):
-    args = deep_inputs()
-    program = export(deep_model, args,
-                     custom_translation_table={torch.ops.aten.gelu.default: quick_gelu})
+def test_wrong_custom_translation_is_found_at_the_first_gelu(quick_gelu_program):
+    args, program = deep_inputs(), quick_gelu_program
 
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
 
@@ -147,10 +161,9 @@ def test_wrong_custom_translation_is_found_at_the_first_gelu(deep_model):
     assert "`layers.0.ff.1` (GELU)" in finding.message
 
 
-def test_tolerance_decides(deep_model):
+def test_tolerance_decides(quick_gelu_program):
     """The same real difference passes with a tolerance above it and fails below it."""
-    args = deep_inputs()
-    program = export(deep_model, args, custom_translation_table={torch.ops.aten.gelu.default: quick_gelu})
+    args, program = deep_inputs(), quick_gelu_program
     strict, _ = verify(program.exported_program, program, args, {}, rtol=0, atol=1e-4)
     loose, findings = verify(program.exported_program, program, args, {}, rtol=0, atol=1.0)
     assert strict["passed"] is False
@@ -158,21 +171,19 @@ def test_tolerance_decides(deep_model):
     assert loose["max_abs_diff"] == pytest.approx(strict["max_abs_diff"])
 
 
-def test_without_root_the_innermost_non_library_frame_is_primary(deep_model):
-    args = deep_inputs()
-    program = export(deep_model, args)
-    corrupt_bias(program, "layers.2.ff.0.bias")
-    _, (finding,) = verify(program.exported_program, program, args, {})
+def test_without_root_the_innermost_non_library_frame_is_primary(deep_program):
+    args, program = deep_inputs(), deep_program
+    with corrupted_bias(program, "layers.2.ff.0.bias"):
+        _, (finding,) = verify(program.exported_program, program, args, {})
     assert finding.location.file == str(HERE)  # not torch/nn/modules/linear.py
     assert finding.location.line == line_of("block-ff")
 
 
-def test_root_elsewhere_falls_back_to_the_innermost_user_frame(deep_model, tmp_path):
+def test_root_elsewhere_falls_back_to_the_innermost_user_frame(deep_program, tmp_path):
     """No frame in the workspace: still a user frame rather than torch's linear.py."""
-    args = deep_inputs()
-    program = export(deep_model, args)
-    corrupt_bias(program, "layers.0.ff.0.bias")
-    _, (finding,) = verify(program.exported_program, program, args, {}, root=str(tmp_path))
+    args, program = deep_inputs(), deep_program
+    with corrupted_bias(program, "layers.0.ff.0.bias"):
+        _, (finding,) = verify(program.exported_program, program, args, {}, root=str(tmp_path))
     assert finding.location.file == str(HERE)
     assert finding.location.line == line_of("block-ff")
 
@@ -197,9 +208,8 @@ def test_odd_inputs_and_outputs_are_compared_without_error():
     assert summary["compared"] == 5
 
 
-def test_inputs_that_do_not_fit_give_a_summary_not_a_traceback(deep_model):
-    args = deep_inputs()
-    program = export(deep_model, args)
+def test_inputs_that_do_not_fit_give_a_summary_not_a_traceback(deep_program):
+    args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, (args[0], args[0]), {})
     assert summary["passed"] is False
     assert "example inputs do not match" in summary["error"]
@@ -280,17 +290,16 @@ def test_a_helper_function_frame_is_the_primary_location():
     assert place.module_path == ""
 
 
-def test_models_too_large_for_one_protobuf_go_through_a_file(deep_model, monkeypatch):
+def test_models_too_large_for_one_protobuf_go_through_a_file(deep_program, monkeypatch):
     """Above ~1.5 GB the model is saved with external data and loaded by path; the threshold is
     lowered here so a small model takes that path (same results expected)."""
     from onnxlens.exporter import verify_runtime
 
     monkeypatch.setattr(verify_runtime, "_LARGE_MODEL_BYTES", 0)
-    args = deep_inputs()
-    program = export(deep_model, args)
-    corrupt_bias(program, "layers.2.ff.0.bias")
+    args, program = deep_inputs(), deep_program
     outputs_before = [v.name for v in program.model.graph.outputs]
-    summary, (finding,) = verify(program.exported_program, program, args, {}, root=ROOT)
+    with corrupted_bias(program, "layers.2.ff.0.bias"):
+        summary, (finding,) = verify(program.exported_program, program, args, {}, root=ROOT)
     assert summary["first_mismatch"]["module"] == "layers.2.ff.0"
     assert finding.location.line == line_of("block-ff")
     assert [v.name for v in program.model.graph.outputs] == outputs_before  # model unchanged
