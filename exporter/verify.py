@@ -108,11 +108,7 @@ class _Verification:
             return [self._runtime_failure_finding(message)]
         del session
 
-        # The ONNX outputs are the FX output node's arguments, None dropped (as the exporter
-        # translates them): buffer mutations first, then the user outputs.
-        output_node = self.program.graph.output_node()
-        pairs = [(arg, value) for arg, value in zip(_as_sequence(output_node.args[0]), torch_outputs)
-                 if arg is not None]
+        pairs = self._user_output_pairs(torch_outputs)
         onnx_names = [v.name for v in model.graph.outputs]
         failing: list[_Divergence] = []
         for index, ((node, expected), actual) in enumerate(zip(pairs, onnx_outputs)):
@@ -142,9 +138,11 @@ class _Verification:
         if not failing:
             return []
 
+        started = time.perf_counter()
         try:
             divergence, checked = self._first_divergence(model, feeds, graph_inputs)
             summary["intermediates_compared"] = checked
+            summary["localisation_seconds"] = round(time.perf_counter() - started, 4)
         except Exception as error:  # noqa: BLE001 - keep the output comparison, locate at the output
             divergence = None
             summary["localisation_error"] = f"{type(error).__name__}: {_first_line(error)}"
@@ -152,6 +150,29 @@ class _Verification:
             divergence = failing[0]
         summary["first_mismatch"] = self._describe(divergence)
         return [self._mismatch_finding(divergence, summary)]
+
+    def _user_output_pairs(self, torch_outputs) -> list[tuple[Any, Any]]:
+        """(producing FX node, torch value) for each ONNX graph output, in order.
+
+        The graph module returns one value per output spec (buffer and input mutations
+        first); the exporter makes ONNX outputs of the USER_OUTPUT specs only, skipping
+        constants and expanding multi-value outputs.
+        """
+        from torch.export import graph_signature
+
+        specs = self.program.graph_signature.output_specs
+        nodes = {n.name: n for n in self.program.graph.nodes}
+        if len(specs) != len(torch_outputs):
+            args = _as_sequence(self.program.graph.output_node().args[0])
+            return [(a, v) for a, v in zip(args, torch_outputs) if a is not None]
+        pairs = []
+        for spec, value in zip(specs, torch_outputs):
+            if (spec.kind != graph_signature.OutputKind.USER_OUTPUT
+                    or isinstance(spec.arg, graph_signature.ConstantArgument)):
+                continue
+            node = nodes.get(getattr(spec.arg, "name", None))
+            pairs.extend((node, v) for v in _as_sequence(value))
+        return pairs
 
     # --- localisation -------------------------------------------------------------------
 
@@ -282,10 +303,11 @@ class _Verification:
         from onnxlens.exporter.verify_locate import locate_node_meta
 
         location, related, source_line = None, [], None
-        # onnxruntime names the node as "Name:'node_view'" (kernel errors) or "Node (x)".
-        match = re.search(r"Name:'([^']+)'|[Nn]ode \(([^)]+)\)", message)
+        # onnxruntime names the node as "Name:'node_view'" (kernel errors), "Node (x)" or
+        # "node with name 'x'" (no kernel for the type).
+        match = re.search(r"Name:'([^']+)'|[Nn]ode \(([^)]+)\)|node with name '([^']+)'", message)
         if match:
-            node_name = match.group(1) or match.group(2)
+            node_name = next(group for group in match.groups() if group)
             for onnx_node in self.onnx_program.model.graph:
                 if onnx_node.name == node_name:
                     fx_name = _FX_NODE_NAME.match(onnx_node.metadata_props.get(_FX_NODE_META, ""))

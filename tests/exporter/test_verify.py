@@ -208,6 +208,28 @@ def test_odd_inputs_and_outputs_are_compared_without_error():
     assert summary["compared"] == 5
 
 
+class Counter(nn.Module):
+    """Mutates a buffer: the exported graph returns the new buffer before the user output,
+    the ONNX graph returns the user output only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(3))
+
+    def forward(self, x):
+        self.calls.add_(1)
+        return x + self.calls, None
+
+
+def test_buffer_mutations_and_none_outputs_are_not_paired_with_user_outputs():
+    args = (torch.randn(3),)
+    program = export(Counter(), args)
+    summary, findings = verify(program.exported_program, program, args, {})
+    assert summary["passed"] is True and findings == []
+    assert [o["name"] for o in summary["outputs"]] == [v.name for v in program.model.graph.outputs]
+    assert summary["compared"] == 1 and summary["max_abs_diff"] < 1e-6
+
+
 def test_inputs_that_do_not_fit_give_a_summary_not_a_traceback(deep_program):
     args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, (args[0], args[0]), {})
