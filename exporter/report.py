@@ -237,7 +237,10 @@ def _verification(summary: dict[str, Any] | None) -> str | None:
             f"max rel diff {_number(first.get('max_rel_diff'))} "
             f"({summary.get('intermediates_compared', '?')} intermediate values compared)")
     if "seconds" in summary:
-        lines.append(f"- Time: {summary['seconds']:.3f} s")
+        localisation = summary.get("localisation_seconds")
+        lines.append(f"- Time: {summary['seconds']:.3f} s" + (
+            f" (of which {localisation:.3f} s finding the first diverging value with one "
+            f"onnxruntime session)" if localisation is not None else ""))
     outputs = summary.get("outputs") or []
     if outputs:
         lines += ["", "| output | dtype | shape | max abs diff | max rel diff | result |",

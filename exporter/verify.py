@@ -271,10 +271,10 @@ class _Verification:
         place = locate_node_meta(_traced_meta(node), self.root)
         comparison = divergence.comparison
         if place.module_path:
-            where = f"module `{place.module_path}` ({place.module_class.rsplit('.', 1)[-1]})"
+            where = f"module `{place.module_path}` ({(place.module_class or '?').rsplit('.', 1)[-1]})"
         else:
             where = "the top-level module"
-        what = f"FX node `{node.name}` ({_target_name(node)})"
+        what = f"FX node `{node.name}` ({_target_name(node)})" if node is not None else "an output"
         onnx_op = _onnx_op(divergence.value)
         if onnx_op:
             what += f" -> ONNX {onnx_op}"
