@@ -170,8 +170,7 @@ def locate_node_meta(meta: dict, root: str | None) -> SourcePlace:
         code = f": {frame.code}" if frame.code else ""
         place.related.append(Related(file=os.path.realpath(frame.file), line=frame.line,
                                      message=f"{role} {func}{code}",
-                                     column=locations._first_non_blank(
-                                         locations.source_line(frame.file, frame.line))))
+                                     column=_indent_column(frame)))
     return place
 
 
@@ -182,6 +181,11 @@ def _frame_modules(frames: list[Frame], modules: list[tuple[str, str]]) -> dict[
     if len(forward) != len(modules):
         return {}
     return dict(zip(forward, modules))
+
+
+def _indent_column(frame: Frame) -> int:
+    text = linecache.getline(frame.file, frame.line)
+    return len(text) - len(text.lstrip()) + 1 if text.strip() else 1
 
 
 def _child_attribute(frames: list[Frame], primary_index: int,
