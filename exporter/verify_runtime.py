@@ -115,6 +115,12 @@ def _new_session(source: str | bytes) -> Any:
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only
+    # As many threads as torch may use in this process (the worker's children run with 1 unless
+    # raised), and no busy-waiting: on a shared machine (several jobs, other processes) a
+    # spinning pool sized to every core ran the encoder 2-3x slower than one thread.
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
 
 
