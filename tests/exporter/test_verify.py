@@ -325,3 +325,64 @@ def test_models_too_large_for_one_protobuf_go_through_a_file(deep_program, monke
     assert summary["first_mismatch"]["module"] == "layers.2.ff.0"
     assert finding.location.line == line_of("block-ff")
     assert [v.name for v in program.model.graph.outputs] == outputs_before  # model unchanged
+
+
+def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_path):
+    """End to end: a workspace whose custom-translations table has a wrong GELU; the real
+    pipeline exports (a warning does not fail the export), verifies, and the finding and the
+    report point at the user's file."""
+    from engine_support import shared_pipeline, spec_for, write
+
+    model_file = write(tmp_path, "models/net.py", """
+        import torch
+        from torch import nn
+
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.up = nn.Linear(16, 32)
+                self.act = nn.GELU()
+
+            def forward(self, x):
+                return self.act(self.up(x))  # act-line
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.blocks = nn.ModuleList([Block(), nn.Linear(32, 16)])
+
+            def forward(self, x):
+                return self.blocks[1](self.blocks[0](x))
+
+
+        def example_inputs():
+            torch.manual_seed(0)
+            return (torch.randn(4, 16),)
+        """)
+    write(tmp_path, "models/translations.py", """
+        import torch
+        from onnxscript import opset18 as op
+
+
+        def quick_gelu(x, approximate: str = "none"):
+            return op.Mul(x, op.Sigmoid(op.Mul(x, op.Constant(value_float=1.702))))
+
+
+        TABLE = {torch.ops.aten.gelu.default: quick_gelu}
+        """)
+    spec = spec_for(tmp_path, "net", "models/net.py:Net", "models/net.py:example_inputs",
+                    verify=True, custom_translations="models/translations.py:TABLE")
+
+    result = shared_pipeline().run(spec)
+
+    assert result.status == "ok", [f.message for f in result.findings]
+    assert result.verification["passed"] is False
+    (finding,) = [f for f in result.findings if f.code == "mismatch"]
+    assert Path(finding.location.file).resolve() == model_file.resolve()
+    line = next(n for n, t in enumerate(model_file.read_text().splitlines(), 1) if "# act-line" in t)
+    assert finding.location.line == line
+    assert "`blocks.0.act` (GELU)" in finding.message
+    report = Path(result.report).read_text()
+    assert f"warning[mismatch] `models/net.py:{line}:" in report
