@@ -330,10 +330,11 @@ def test_models_too_large_for_one_protobuf_go_through_a_file(deep_program, monke
 def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_path):
     """End to end: a workspace whose custom-translations table has a wrong GELU; the real
     pipeline exports (a warning does not fail the export), verifies, and the finding and the
-    report point at the user's file."""
+    report point at the user's file. (The package is not called `models`: the shared in-process
+    pipeline would keep it in sys.modules and shadow the examples' `models` of later tests.)"""
     from engine_support import shared_pipeline, spec_for, write
 
-    model_file = write(tmp_path, "models/net.py", """
+    model_file = write(tmp_path, "mismatch_models/net.py", """
         import torch
         from torch import nn
 
@@ -361,7 +362,7 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
             torch.manual_seed(0)
             return (torch.randn(4, 16),)
         """)
-    write(tmp_path, "models/translations.py", """
+    write(tmp_path, "mismatch_models/translations.py", """
         import torch
         from onnxscript import opset18 as op
 
@@ -372,8 +373,9 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
 
         TABLE = {torch.ops.aten.gelu.default: quick_gelu}
         """)
-    spec = spec_for(tmp_path, "net", "models/net.py:Net", "models/net.py:example_inputs",
-                    verify=True, custom_translations="models/translations.py:TABLE")
+    spec = spec_for(tmp_path, "net", "mismatch_models/net.py:Net",
+                    "mismatch_models/net.py:example_inputs", verify=True,
+                    custom_translations="mismatch_models/translations.py:TABLE")
 
     result = shared_pipeline().run(spec)
 
@@ -385,4 +387,4 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
     assert finding.location.line == line
     assert "`blocks.0.act` (GELU)" in finding.message
     report = Path(result.report).read_text()
-    assert f"warning[mismatch] `models/net.py:{line}:" in report
+    assert f"warning[mismatch] `mismatch_models/net.py:{line}:" in report
