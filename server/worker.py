@@ -144,12 +144,15 @@ class Worker:
                               "options": {"threads": threads}})
             await job.started
             try:
-                return await asyncio.wait_for(asyncio.shield(job.result),
-                                              spec.timeout + UNRESPONSIVE_GRACE)
+                message = await asyncio.wait_for(asyncio.shield(job.result),
+                                                 spec.timeout + UNRESPONSIVE_GRACE)
             except asyncio.TimeoutError:
                 raise WorkerUnresponsive(
                     f"the export worker did not answer within {spec.timeout + UNRESPONSIVE_GRACE:g} s"
                 ) from None
+            if message.get("cancelled"):  # not by us: the worker is shutting down
+                raise WorkerDied("the export worker was stopped while the job ran")
+            return message
         except asyncio.CancelledError:
             await self._cancel(job_id, job)
             raise
@@ -225,7 +228,8 @@ class Worker:
         self._end = problem or self._describe_exit(status)
         log.info("export worker %s ended: %s", self.process.pid, self._end)
         self._fail_start(WorkerUnavailable(
-            f"the export worker {self._end}{self._stderr_excerpt()}", permanent=False))
+            f"the export worker ({self.python}) {self._end}{self._stderr_excerpt()}",
+            permanent=False))
         for job in self._jobs.values():
             for future in (job.started, job.result):
                 if not future.done():
