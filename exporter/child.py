@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import os
+import re
 import resource
 import signal
 import sys
@@ -135,8 +136,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> Exp
     except BaseException as error:  # noqa: BLE001 - a bug of ours still becomes a finding
         return _failed(spec, error, started,
                        f"internal error in onnxlens: {type(error).__name__}: {error}"[:2000])
-    if spec.memory_limit_mb:
-        result.findings = [_as_out_of_memory(spec, f) for f in result.findings]
+    result.findings = [_as_crash(spec, finding) for finding in result.findings]
     # This process imported no user code before the job, so every workspace module it holds now
     # belongs to the target: the closure, even where the pipeline did not see an import.
     result.closure = sorted(set(result.closure) | set(_imported_user_files(spec.root)))
@@ -148,13 +148,23 @@ def _out_of_memory_message(spec: TargetSpec) -> str:
     return f"the export process ran out of memory{limit} while running this line"
 
 
-def _as_out_of_memory(spec: TargetSpec, finding: Finding) -> Finding:
-    """An allocation failure under the memory cap is a crash, whatever stage caught it."""
-    if finding.code == "crash" or not OUT_OF_MEMORY.search(finding.message):
+_SYSTEM_EXIT = re.compile(r"\bSystemExit\b")
+
+
+def _as_crash(spec: TargetSpec, finding: Finding) -> Finding:
+    """Process-ending failures are crashes, whichever stage caught them: the pipeline reports
+    an exception of the user's code (MemoryError, SystemExit) as that stage's finding."""
+    if finding.code == "crash":
         return finding
-    return Finding(code="crash", message=_out_of_memory_message(spec), stage=finding.stage,
-                   location=finding.location, related=finding.related,
-                   source_line=finding.source_line)
+    if spec.memory_limit_mb and OUT_OF_MEMORY.search(finding.message):
+        message = _out_of_memory_message(spec)
+    elif _SYSTEM_EXIT.search(finding.message):
+        message = ("user code called sys.exit() (raised SystemExit) during the export; the export "
+                   f"process cannot continue after it. ({finding.message})")
+    else:
+        return finding
+    return Finding(code="crash", message=message, stage=finding.stage, location=finding.location,
+                   related=finding.related, source_line=finding.source_line)
 
 
 def _failed(spec: TargetSpec, error: BaseException, started: float, message: str) -> ExportResult:

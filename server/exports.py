@@ -68,7 +68,7 @@ class ExportService:
         if self.use_cache:
             hit = self.cache.load(spec)
             if hit is not None:
-                sink({"type": "cached", "target": spec.name})
+                sink({"event": "cached", "target": spec.name})
                 return hit
         async with self._slots:
             started_ns = time.time_ns()

@@ -264,7 +264,8 @@ class Worker:
         elif kind == "event":
             self._deliver(job, message.get("event"))
         elif kind == "log":
-            self._deliver(job, {"type": "log", "text": message.get("text", "")})
+            # What the user's code printed (stdout and stderr), as the pipeline's events look.
+            self._deliver(job, {"event": "output", "text": message.get("text", "")})
         elif kind == "result":
             if not job.result.done():
                 job.result.set_result(message)

@@ -61,7 +61,7 @@ async def test_an_unchanged_target_comes_from_the_cache_without_a_job(service, t
     assert hit.cached is True
     assert hit.status == "ok" and hit.onnx == exported.onnx
     assert reader.worker is None
-    assert events == [{"type": "cached", "target": "model"}]
+    assert events == [{"event": "cached", "target": "model"}]
     assert Path(exported.onnx).stat().st_mtime_ns == onnx_written
     assert reader.cached(spec).cached is True
 
