@@ -62,6 +62,8 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+# Covers the ops most models use (linear, norm, attention, activations, a dynamic batch), so
+# children do not pay the lazy per-op initialisation of torch.export and the decompositions.
 _WARM_UP_MODEL = '''
 import torch
 
@@ -69,14 +71,25 @@ import torch
 class Tiny(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.linear = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.LayerNorm(8)
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        self.linear = torch.nn.Linear(8, 8)
+        self.conv = torch.nn.Conv1d(8, 8, 3, padding=1)
 
     def forward(self, x):
-        return torch.relu(self.linear(x)).softmax(-1)
+        h = self.norm(x)
+        x = x + self.attention(h, h, h, need_weights=False)[0]
+        x = x + torch.nn.functional.gelu(self.linear(x))
+        x = x + self.conv(x.transpose(1, 2)).transpose(1, 2)
+        return torch.relu(x).softmax(-1)
 
 
 def inputs():
-    return (torch.randn(2, 4),)
+    return (torch.randn(2, 4, 8),)
+
+
+def dynamic_shapes():
+    return ({0: torch.export.Dim("batch", min=1, max=64)},)
 '''
 
 
@@ -95,12 +108,26 @@ def warm_pipeline() -> Any:
     pipeline = Pipeline()
     warm_up = getattr(pipeline, "warm_up", None)
     if callable(warm_up):
-        warm_up()
-    else:
-        _warm_up_export(pipeline)
+        warm_up()  # the pipeline's own: its tables
+    _warm_up_export(pipeline)  # every stage once, verification and report included
+    _stop_tqdm_monitor()
     gc.collect()
     gc.freeze()
     return pipeline
+
+
+def _stop_tqdm_monitor() -> None:
+    """tqdm (used by libraries during the warm-up) leaves a monitor thread; a thread holding a
+    lock at fork time would leave that lock held forever in the child."""
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is None:
+        return
+    tqdm.tqdm.monitor_interval = 0
+    monitor = getattr(tqdm.tqdm, "monitor", None)
+    if monitor is not None:
+        monitor.exit()
+        monitor.join(timeout=5)
+        tqdm.tqdm.monitor = None
 
 
 def _warm_up_export(pipeline: Any) -> None:
@@ -114,6 +141,7 @@ def _warm_up_export(pipeline: Any) -> None:
         spec = TargetSpec(
             name="warm-up", root=directory, model="onnxlens_warmup_model.py:Tiny",
             inputs="onnxlens_warmup_model.py:inputs",
+            dynamic_shapes="onnxlens_warmup_model.py:dynamic_shapes",
             output=os.path.join(directory, "out", "warm-up.onnx"),
             report=os.path.join(directory, "out", "warm-up.md"),
         )
