@@ -34,6 +34,7 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
               zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None]) -> NoReturn:
     """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown)."""
     started = time.perf_counter()
+    zygote_modules = set(sys.modules)
     try:
         spec = TargetSpec.from_dict(job["spec"])
         _detach_from_zygote(zygote_pid, zygote_fds)
@@ -41,7 +42,8 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
         result = _run(pipeline, spec, events_fd, started)
-        write_frame(events_fd, {"type": "result", "result": result.to_dict()})
+        write_frame(events_fd, {"type": "result", "result": result.to_dict(),
+                                "imports": _library_modules(zygote_modules)})
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
@@ -188,3 +190,15 @@ def _imported_user_files(root: str) -> list[str]:
         if isinstance(path, str) and path.startswith(prefixes) and is_user_file(path, root):
             files.append(os.path.abspath(path))
     return files
+
+
+def _library_modules(before: set[str]) -> list[str]:
+    """Installed-library modules (site-packages) this job imported: the zygote preloads them,
+    so the next job of a transformers model does not import transformers again."""
+    names = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (name not in before and isinstance(path, str)
+                and ("site-packages" in path or "dist-packages" in path)):
+            names.append(name)
+    return sorted(names)[:5000]

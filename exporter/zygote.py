@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import gc
+import importlib
 import importlib.metadata
 import json
 import os
@@ -35,6 +36,8 @@ from typing import IO, Any
 from onnxlens.exporter.crashes import crash_result, timeout_result
 from onnxlens.exporter.protocol import (
     INTERNAL_ERROR_STATUS,
+    PRELOAD_DENY_VARIABLE,
+    PRELOAD_VARIABLE,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
@@ -178,6 +181,7 @@ class Job:
     dump_mark: int = 0
     dump_size_seen: int = -1
     kill_at: float = 0.0
+    imports: list[str] = field(default_factory=list)
 
 
 class Zygote:
@@ -191,6 +195,10 @@ class Zygote:
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
+        self.preload = os.environ.get(PRELOAD_VARIABLE, "1") != "0"
+        self.preload_deny = set(filter(None, os.environ.get(PRELOAD_DENY_VARIABLE, "").split(",")))
+        self.preload_wanted: set[str] = set()
+        self.retiring = False
         self.selector = selectors.DefaultSelector()
         self.wakeup_r, self.wakeup_w = os.pipe()
         os.set_blocking(self.wakeup_r, False)
@@ -210,6 +218,8 @@ class Zygote:
                 key.data(key.fd)
             self._check_timers()
             self._reap()
+            if self.preload_wanted and not self.jobs and not self.closing:
+                self._preload()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.server_gone:
@@ -323,6 +333,7 @@ class Zygote:
                 self._send({"type": "event", "id": job.id, "event": event})
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
+                job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
                 self._send({"type": "result", "id": job.id, "result": message.get("result"),
                             "cancelled": False})
         return True
@@ -393,6 +404,48 @@ class Zygote:
                     self._kill(job)
                 job.dump_size_seen = size
 
+    # ---- library preloading -------------------------------------------------------------
+
+    def _preload(self) -> None:
+        """Import, here, the library modules (site-packages only: never the user's code) that
+        finished jobs imported, so later children find them loaded: a transformers model's
+        job then skips seconds of imports. Runs only while no job is running.
+
+        A library that starts a thread on import makes this process unsafe to fork (a lock held
+        by that thread at fork time stays held in the child): then we ask to be replaced."""
+        names = sorted(n for n in self.preload_wanted
+                       if n not in sys.modules and n.partition(".")[0] not in self.preload_deny)
+        self.preload_wanted.clear()
+        if not names:
+            return
+        started = time.perf_counter()
+        threads = _thread_count()
+        loaded = 0
+        for name in names:
+            if name in sys.modules:
+                continue  # imported by an earlier one
+            try:
+                importlib.import_module(name)
+                loaded += 1
+            except BaseException as error:  # noqa: BLE001 - a module that fails here is just not preloaded
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                self.preload_deny.add(name.partition(".")[0])
+                continue
+            if _thread_count() > threads:
+                _stop_tqdm_monitor()
+            if _thread_count() > threads:
+                package = name.partition(".")[0]
+                print(f"onnxlens worker: importing {name} started a thread; this worker retires",
+                      file=sys.stderr)
+                self.retiring = True
+                self._send({"type": "retire", "deny": package,
+                            "reason": f"importing {name} started a thread"})
+                return
+        gc.collect()
+        gc.freeze()
+        self._send({"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started})
+
     # ---- ends of children ----------------------------------------------------------------
 
     def _reap(self) -> None:
@@ -438,6 +491,8 @@ class Zygote:
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})
         job.dump.close()
+        if self.preload and not self.retiring:
+            self.preload_wanted.update(job.imports)
         del self.jobs[job.id]
         self._send({"type": "exited", "id": job.id, "status": status})
 
@@ -452,6 +507,10 @@ def _read_some(fd: int | None) -> bytes | None:
         return None
     except OSError:
         return b""
+
+
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
 
 
 def _read_file(file: IO[bytes], offset: int) -> str:
