@@ -126,6 +126,9 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
 def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> ExportResult:
     def on_event(event: dict[str, Any]) -> None:
         write_frame(events_fd, {"type": "event", "event": event})
+        if event.get("stage") == "load" and event.get("state") == "end":
+            # Should this job die later, the zygote still knows which files it depends on.
+            write_frame(events_fd, {"type": "closure", "files": _imported_user_files(spec.root)})
 
     try:
         result = pipeline.run(spec, on_event)

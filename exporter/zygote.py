@@ -182,6 +182,7 @@ class Job:
     dump_size_seen: int = -1
     kill_at: float = 0.0
     imports: list[str] = field(default_factory=list)
+    closure: list[str] = field(default_factory=list)  # as far as the child reported it
 
 
 class Zygote:
@@ -331,6 +332,8 @@ class Zygote:
                 if isinstance(event, dict) and isinstance(event.get("stage"), str):
                     job.stage = event["stage"]
                 self._send({"type": "event", "id": job.id, "event": event})
+            elif message.get("type") == "closure":
+                job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
                 job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
@@ -482,11 +485,12 @@ class Zygote:
                 pass
             elif job.timing_out:
                 dump = _read_file(job.dump, job.dump_mark)
-                result = timeout_result(job.spec, dump=dump, stage=job.stage, seconds=seconds)
+                result = timeout_result(job.spec, dump=dump, stage=job.stage, seconds=seconds,
+                                        closure=job.closure)
             else:
                 dump = _read_file(job.dump, 0)
                 result = crash_result(job.spec, status=status, dump=dump, output=output,
-                                      stage=job.stage, seconds=seconds)
+                                      stage=job.stage, seconds=seconds, closure=job.closure)
             job.result_sent = True
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})

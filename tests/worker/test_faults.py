@@ -43,6 +43,7 @@ async def test_an_infinite_loop_is_a_timeout_on_the_loop_line(service, tmp_path)
     assert finding.location.file == str(path)
     assert finding.location.line == line_of(path, "the loop")
     assert [r.line for r in finding.related][:1] == [line_of(path, "the call")]
+    assert result.closure == [str(path)]  # known though the child never sent a result
     assert worker_children(service) == []
     await _next_job_is_fine(service, tmp_path)
 
