@@ -140,6 +140,7 @@ async def restart_worker(ls, *args: Any) -> dict[str, Any]:
     await ls.scheduler.cancel_all()
     if ls.service is not None:
         await ls.service.shutdown()
+        ls.service = None  # a new one picks up the current `jobs` setting
     ls.log(logging.INFO, "onnxlens: restarting the export worker")
     await start_service(ls)
     return {"restarted": True}

@@ -8,7 +8,6 @@ and starts the export service in the background, saying so ("onnxlens: warming u
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,8 +56,10 @@ async def initialized(ls: OnnxlensServer, params: lsp.InitializedParams) -> None
     ls.watcher.start()
     for folder in _folders(ls):
         add_folder(ls, folder, export=False)
-    await start_service(ls)
+    # Cached results need no worker: show them before it has warmed up; misses wait for it.
+    ls.service = ExportService(jobs=ls.settings.jobs)
     export_everything(ls, reason="workspace opened")
+    await start_service(ls)
 
 
 def _ignored_dir(ls: OnnxlensServer):
@@ -84,7 +85,8 @@ async def start_service(ls: OnnxlensServer) -> None:
     ls.service_ready.clear()
     progress = await Progress.begin(ls, "warming up", cancellable=False)
     ls.log(logging.INFO, "onnxlens: warming up the export worker")
-    ls.service = ExportService(jobs=ls.settings.jobs)
+    if ls.service is None:
+        ls.service = ExportService(jobs=ls.settings.jobs)
     try:
         await ls.service.start()
     except Exception as error:  # noqa: BLE001 - report it; exports will fail visibly as diagnostics
@@ -103,22 +105,13 @@ def export_everything(ls: OnnxlensServer, *, reason: str) -> None:
 
 
 def export_project(ls: OnnxlensServer, project: Project, *, reason: str) -> None:
-    """Show cached results at once where the service has them; export the rest."""
-    asyncio.ensure_future(_export_project(ls, project, reason))
-
-
-async def _export_project(ls: OnnxlensServer, project: Project, reason: str) -> None:
-    lookup = getattr(ls.service, "cached", None)
+    """Show cached results at once where the service has them (no worker needed); export the rest."""
     for name, state in list(project.targets.items()):
-        result = None
-        if lookup is not None:
-            try:
-                result = lookup(state.spec)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception as error:  # noqa: BLE001 - a cache problem only costs an export
-                ls.log(logging.WARNING, f"onnxlens: cache lookup for {name} failed: {error}")
-                result = None
+        try:
+            result = ls.service.cached(ls.scheduler.effective_spec(state)) if ls.service else None
+        except Exception as error:  # noqa: BLE001 - a cache problem only costs an export
+            ls.log(logging.WARNING, f"onnxlens: cache lookup for {name} failed: {error}")
+            result = None
         if result is not None:
             ls.scheduler.show_cached(project, name, result)
         else:

@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onnxlens.exporter.types import ExportResult, Finding, Location
+from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
 
 from .progress import Progress
 
 if TYPE_CHECKING:
-    from .project import Project
+    from .project import Project, TargetState
     from .server import OnnxlensServer
 
 log = logging.getLogger(__name__)
@@ -91,6 +91,12 @@ class ExportScheduler:
         self._timers[key] = loop.call_later(delay_s, self._fire, key, reason)
         log.debug("export of %s requested (%s)", target, reason)
 
+    def effective_spec(self, state: TargetState) -> TargetSpec:
+        """The target as configured, with the editor's `verify` setting applied when it is set."""
+        if self._server.settings.verify is None:
+            return state.spec
+        return dataclasses.replace(state.spec, verify=self._server.settings.verify)
+
     def is_busy(self, project: Project, target: str) -> bool:
         key = (project.key, target)
         return key in self._timers or (key in self._jobs and not self._jobs[key].done())
@@ -136,9 +142,7 @@ class ExportScheduler:
         if project is None or state is None:
             return  # the target went away (config edit) while the trigger waited
         await server.service_ready.wait()
-        spec = state.spec
-        if server.settings.verify is not None:
-            spec = dataclasses.replace(spec, verify=server.settings.verify)
+        spec = self.effective_spec(state)
 
         job = asyncio.current_task()
         progress = await Progress.begin(server, spec.name, cancellable=True, on_cancel=job.cancel)
