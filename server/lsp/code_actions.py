@@ -9,7 +9,8 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Fix
 
-from .diagnostics import Entry, line_range, uri_of
+from .diagnostics import Entry, line_range
+from .uris import path_of, uri_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -26,8 +27,6 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
 
 
 def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
-    from .server import path_of
-
     only = params.context.only
     if only and not any(KIND.value.startswith(kind.value) for kind in only):
         return None

@@ -16,15 +16,16 @@ from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
 
+from onnxlens.server.config import find_config
 from onnxlens.server.exports import ExportService
 
 from . import code_actions, code_lens, commands, documents, hover, lifecycle, stats
-from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic, uri_of
+from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic
 from .project import Project, norm
 from .scheduler import ExportScheduler
 from .settings import Settings
+from .uris import uri_of
 from .watcher import DiskWatcher
 
 log = logging.getLogger("onnxlens.server.lsp")
@@ -71,6 +72,46 @@ class OnnxlensServer(LanguageServer):
         self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
                                f"{', '.join(project.targets) or '(none)'}")
         return project
+
+    def add_folder(self, folder: Path, *, export: bool) -> Project | None:
+        """A workspace folder: track the config that governs it, if there is one."""
+        config = find_config(folder)
+        if config is None:
+            self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
+            return None
+        project = self.add_project(config)
+        if project is not None and export:
+            self.export_project(project, reason="folder added")
+        return project
+
+    def remove_project(self, project: Project) -> None:
+        for name in project.targets:
+            self.scheduler.cancel(project, name)
+            self.clear_target(project, name)
+        self.publish(self.diagnostics.replace((project.key, CONFIG_OWNER), []))
+        self.projects.pop(project.key, None)
+
+    def export_everything(self, *, reason: str) -> None:
+        for project in list(self.projects.values()):
+            self.export_project(project, reason=reason)
+
+    def export_project(self, project: Project, *, reason: str) -> None:
+        """Show cached results at once where the service has them (no worker needed); export the rest."""
+        for name, state in list(project.targets.items()):
+            try:
+                result = self.service.cached(self.scheduler.effective_spec(state)) if self.service else None
+            except Exception as error:  # noqa: BLE001 - a cache problem only costs an export
+                self.log(logging.WARNING, f"onnxlens: cache lookup for {name} failed: {error}")
+                result = None
+            if result is not None:
+                self.scheduler.show_cached(project, name, result)
+            else:
+                self.scheduler.request(project, name, reason, delay_s=0)
+
+    def is_ignored_dir(self, path: str) -> bool:
+        """A directory not worth watching: outputs, VCS data, environments, caches."""
+        path = norm(path)
+        return any(p.contains(path) and p.is_ignored_dir(path) for p in self.projects.values())
 
     def projects_containing(self, path: str) -> list[Project]:
         return [p for p in self.projects.values() if p.contains(path)]
@@ -147,10 +188,6 @@ class OnnxlensServer(LanguageServer):
             return False
         self.signatures[path] = signature
         return True
-
-
-def path_of(uri: str) -> str:
-    return norm(to_fs_path(uri) or uri)
 
 
 def create_server() -> OnnxlensServer:
