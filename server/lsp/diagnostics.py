@@ -65,7 +65,8 @@ def line_range(line: int, column: int, end_line: int | None, end_column: int | N
 
 def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFeatures,
                   data: dict | None = None) -> lsp.Diagnostic | None:
-    """The LSP diagnostic of a finding; None for a finding with no location (it has no file to go on)."""
+    """The LSP diagnostic of a finding; None for a finding with no location (the caller gives
+    those one: it knows where the target is defined)."""
     location = finding.location
     if location is None:
         return None

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
+from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
 
 from .progress import Progress
 
@@ -164,7 +164,7 @@ class ExportScheduler:
             raise
         except Exception as error:  # noqa: BLE001 - a broken service becomes a diagnostic, not a dead server
             log.exception("export service failed for %s", spec.name)
-            result = self._service_failure(project, spec.name, error)
+            result = self._service_failure(spec.name, error)
         finally:
             state.running = False
         service_seconds = time.perf_counter() - started
@@ -193,10 +193,10 @@ class ExportScheduler:
         server.refresh_code_lens()
         server.log(logging.INFO, summary(result))
 
-    def _service_failure(self, project: Project, target: str, error: Exception) -> ExportResult:
-        state = project.targets[target]
-        location = state.model_definition() or Location(
-            file=str(project.config_file), line=project.workspace.target_lines.get(target, 1))
-        finding = Finding(code="crash", stage="load", location=location,
+    def _service_failure(self, target: str, error: Exception) -> ExportResult:
+        """A result for an export the service itself failed on (it should turn every failure into
+        findings; this keeps the server alive if it does not). No location: the server puts it
+        on the target's definition."""
+        finding = Finding(code="crash", stage="load",
                           message=f"the export service failed: {type(error).__name__}: {error}")
         return ExportResult(target=target, status="failed", findings=[finding])

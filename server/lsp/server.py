@@ -10,6 +10,7 @@ Never imports torch: exports run in the worker processes behind ExportService.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 
+from onnxlens.exporter.types import Finding, Location
 from onnxlens.server.config import find_config
 from onnxlens.server.exports import ExportService
 
@@ -135,17 +137,25 @@ class OnnxlensServer(LanguageServer):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                 uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
 
-    def _entries(self, project: Project, owner: str, findings) -> list[Entry]:
+    def _entries(self, project: Project, owner: str, findings: list[Finding]) -> list[Entry]:
         features = DiagnosticFeatures.of(self.client_capabilities)
         entries = []
         for finding in findings:
-            if finding.location is not None:
-                finding.location.file = norm(finding.location.file)
+            if finding.location is None:
+                # No user line (e.g. export rejected the model's output type): an editor can only
+                # show a diagnostic somewhere, so show it where the target is defined.
+                finding = dataclasses.replace(finding, location=self._fallback_location(project, owner))
+            finding.location.file = norm(finding.location.file)
             diagnostic = to_diagnostic(finding, self.line_text, features,
                                        data={"config": project.key, "target": owner})
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return entries
+
+    def _fallback_location(self, project: Project, owner: str) -> Location:
+        state = project.targets.get(owner)
+        definition = state.model_definition() if state else None
+        return definition or Location(file=str(project.config_file), line=project.workspace.target_lines.get(owner, 1))
 
     def publish_target(self, project: Project, target: str) -> None:
         """Publish the target's findings; files whose findings went away get an empty list.

@@ -17,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from conftest import (EDITORS, action_commands, cleared, copy_examples, exports_finished, line_of, open_file,
+from lsp_support import (EDITORS, action_commands, cleared, copy_examples, exports_finished, line_of, open_file,
                       save_file, server_config, start_session, stats, wait_until)
 
 FIXED_SPECTRAL = ("torch.linalg.eigvals(h).real", "torch.tanh(h)")

@@ -11,8 +11,8 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from conftest import SERVER, copy_examples, exports_finished, make_client, open_file, save_file, stats, wait_until
-from conftest import server_config
+from lsp_support import (SERVER, copy_examples, exports_finished, make_client, open_file, save_file, server_config,
+                         stats, wait_until)
 
 ONLY_MLP = re.compile(r"\n# Exports cleanly, with a dynamic batch.*", re.S)
 

@@ -1,4 +1,4 @@
-"""Fixtures for the language server tests: a real `onnxlens` server process on stdio, driven by
+"""Helpers for the language server tests: a real `onnxlens` server process on stdio, driven by
 pytest-lsp's client (pygls) announcing the capabilities recorded from real editors, on a private
 copy of examples/ with real exports."""
 
