@@ -34,7 +34,7 @@ def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.Co
                if _overlaps(e.diagnostic.range, params.range)]
     actions: list[lsp.CodeAction] = []
     for entry in entries:
-        actions += [_fix_action(fix, entry) for fix in entry.finding.fixes]
+        actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
     seen: set[tuple[str, str]] = set()
     for entry in entries:
         if entry.owner in seen:
@@ -44,10 +44,11 @@ def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.Co
     return actions or None
 
 
-def _fix_action(fix: Fix, entry: Entry) -> lsp.CodeAction:
+def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
+    """A fix the exporter suggested (e.g. insert `torch._check(...)`) as a quick fix with its edit."""
     edit = lsp.TextEdit(range=line_range(fix.line, fix.column, fix.end_line, fix.end_column, None),
                         new_text=fix.new_text)
-    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[entry.diagnostic], is_preferred=True,
+    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], is_preferred=True,
                           edit=lsp.WorkspaceEdit(changes={uri_of(fix.file): [edit]}))
 
 
