@@ -48,6 +48,7 @@ class OnnxlensServer(LanguageServer):
         # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
         # editor just saved (didSave already handled it) must not export twice.
         self.signatures: dict[str, tuple[int, int] | None] = {}
+        self._lines: dict[str, tuple[int, list[str]]] = {}  # path -> (mtime_ns, lines), for line_text
 
     # --- logging -------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
@@ -70,7 +71,8 @@ class OnnxlensServer(LanguageServer):
         project.load()
         self.publish_config(project)
         if self.watcher is not None:
-            self.watcher.watch_root(str(project.root))
+            # inotify adds one watch per directory, walking the tree: not on the event loop.
+            asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
         self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
                                f"{', '.join(project.targets) or '(none)'}")
         return project
@@ -123,13 +125,19 @@ class OnnxlensServer(LanguageServer):
 
     # --- diagnostics -----------------------------------------------------------------------
     def line_text(self, path: str, line: int) -> str | None:
-        """A line of a file as the editor has it (open buffer), else as on disk."""
-        document = self.workspace.text_documents.get(uri_of(path))
+        """A line of a file as on disk: the text the export saw (an open buffer may have unsaved
+        edits that shift it). Cached by modification time: related frames often repeat a file."""
         try:
-            lines = document.lines if document is not None else Path(path).read_text(
-                encoding="utf-8", errors="replace").splitlines()
+            mtime = os.stat(path).st_mtime_ns
+            cached = self._lines.get(path)
+            if cached is None or cached[0] != mtime:
+                if len(self._lines) > 256:
+                    self._lines.clear()
+                cached = self._lines[path] = (mtime, Path(path).read_text(
+                    encoding="utf-8", errors="replace").splitlines())
         except OSError:
             return None
+        lines = cached[1]
         return lines[line - 1] if 0 < line <= len(lines) else None
 
     def publish(self, paths: set[str]) -> None:
