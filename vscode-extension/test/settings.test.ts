@@ -1,0 +1,60 @@
+import assert from "node:assert/strict";
+import { beforeEach, test } from "node:test";
+import { DEFAULTS, getSettings, readSettings, toServerSettings } from "../src/common/settings";
+import manifest from "../package.json";
+import { stub } from "./vscode-stub";
+
+beforeEach(() => stub.reset());
+
+test("every setting has its default when nothing is configured", () => {
+  assert.deepEqual(readSettings({ get: () => undefined }), DEFAULTS);
+});
+
+test("configured values are read from the onnxlens section", () => {
+  stub.configuration = {
+    "onnxlens.interpreter": "  /opt/py/bin/python  ",
+    "onnxlens.exportOnSave": false,
+    "onnxlens.verify": false,
+    "onnxlens.jobs": 3,
+    "onnxlens.debounceMs": 50,
+    "onnxlens.logLevel": "debug",
+  };
+  assert.deepEqual(getSettings(), {
+    interpreter: "/opt/py/bin/python",
+    exportOnSave: false,
+    verify: false,
+    jobs: 3,
+    debounceMs: 50,
+    logLevel: "debug",
+  });
+});
+
+test("mistyped or out-of-range values fall back or are clamped, never passed on", () => {
+  const values: Record<string, unknown> = { jobs: 0, debounceMs: -5, verify: "yes", logLevel: "loud", interpreter: 42 };
+  const settings = readSettings({ get: <T>(key: string) => values[key] as T });
+  assert.equal(settings.jobs, 1);
+  assert.equal(settings.debounceMs, 0);
+  assert.equal(settings.verify, true);
+  assert.equal(settings.logLevel, "info");
+  assert.equal(settings.interpreter, "");
+  assert.equal(readSettings({ get: <T>(key: string) => (key === "jobs" ? 2.7 : undefined) as T }).jobs, 2);
+});
+
+test("the server gets every setting but the interpreter, under the names it expects", () => {
+  const server = toServerSettings({ ...DEFAULTS, interpreter: "/x/python", jobs: 4, verify: false });
+  assert.deepEqual(server, { exportOnSave: true, verify: false, jobs: 4, debounceMs: 300, logLevel: "info" });
+  assert.ok(!("interpreter" in server));
+});
+
+test("package.json contributes every setting the extension reads, with a description", () => {
+  const properties: Record<string, { default?: unknown; description?: string; markdownDescription?: string }> =
+    manifest.contributes.configuration.properties;
+  const read = Object.keys(DEFAULTS).map((key) => `onnxlens.${key}`);
+  for (const key of [...read, "onnxlens.trace.server"]) {
+    assert.ok(properties[key], `${key} is not contributed`);
+    assert.ok(properties[key].description || properties[key].markdownDescription, `${key} has no description`);
+  }
+  for (const key of Object.keys(DEFAULTS) as (keyof typeof DEFAULTS)[]) {
+    assert.deepEqual(properties[`onnxlens.${key}`].default, DEFAULTS[key], `default of onnxlens.${key}`);
+  }
+});
