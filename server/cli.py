@@ -1,16 +1,190 @@
-"""`onnxlens` command line: `onnxlens serve` (LSP on stdio) and `onnxlens check` (CI)."""
+"""`onnxlens` command line: `onnxlens serve` (LSP on stdio) and `onnxlens check` (CI).
+
+`onnxlens check` exports the workspace's targets through the same ExportService the language
+server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF.
+
+Exit status: 0 no error findings, 1 error findings (warnings such as `mismatch` do not fail),
+2 usage or config error, or an internal error of onnxlens itself. Our own failures never end in
+a traceback (set ONNXLENS_DEBUG=1 to see one).
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
+import os
 import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.server.config import Workspace, find_config, load_workspace
+from onnxlens.server.formats import RENDERERS, CheckRun, progress_line
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A mistake in how onnxlens was called: a message and exit status 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnxlens",
+        description="See ONNX export problems on your own source lines.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("serve", help="run the language server on stdio")
+    check = sub.add_parser(
+        "check", help="export every target and report problems (for CI)",
+        description="Export the workspace's targets and report every problem. "
+                    "Exit status: 0 no errors, 1 errors found, 2 usage or config error.",
+    )
+    check.add_argument("path", nargs="?", default=".", metavar="PATH",
+                       help="a directory (searched upward for the config) or a config file; default: .")
+    check.add_argument("--target", action="append", default=[], metavar="NAME",
+                       help="export only this target (repeatable)")
+    check.add_argument("--format", choices=sorted(RENDERERS), default="text", help="output format (default: text)")
+    check.add_argument("--jobs", type=_positive_int, default=min(os.cpu_count() or 1, 4), metavar="N",
+                       help="exports at once (default: CPUs, at most 4)")
+    check.add_argument("--no-verify", action="store_true", help="skip the onnxruntime comparison")
+    check.add_argument("--no-cache", action="store_true", help="export even if a cached result is valid")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="onnxlens")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="language server on stdio")
-    sub.add_parser("check", help="export every target and report problems")
-    args = parser.parse_args(argv)
-    print(f"onnxlens {args.command}: not implemented yet", file=sys.stderr)
-    sys.exit(2)
+    args = _parser().parse_args(argv)  # usage mistakes: argparse prints them and exits 2
+    try:
+        status = serve() if args.command == "serve" else check(args)
+    except UsageError as error:
+        print(f"onnxlens: {error}", file=sys.stderr)
+        status = EXIT_USAGE
+    except KeyboardInterrupt:
+        print("onnxlens: interrupted", file=sys.stderr)
+        status = 130
+    except Exception as error:  # noqa: BLE001 - our bug must still end in a message, not a traceback
+        if os.environ.get("ONNXLENS_DEBUG"):
+            raise
+        print(f"onnxlens: internal error: {type(error).__name__}: {error} "
+              f"(set ONNXLENS_DEBUG=1 for the traceback)", file=sys.stderr)
+        status = EXIT_USAGE
+    sys.exit(status)
+
+
+def serve() -> int:
+    # Imported only here: `onnxlens check` must not pay for pygls.
+    try:
+        from onnxlens.server.lsp.server import serve as serve_lsp
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("onnxlens.server.lsp"):
+            raise
+        raise UsageError("the language server is not part of this installation "
+                         "(onnxlens.server.lsp.server is missing)") from None
+    serve_lsp()
+    return EXIT_OK
+
+
+def check(args: argparse.Namespace) -> int:
+    workspace = _load(Path(args.path))
+    specs = _select(workspace, args.target)
+    if args.no_verify:
+        specs = [dataclasses.replace(spec, verify=False) for spec in specs]
+
+    show_progress = args.format == "text"
+    started = time.perf_counter()
+
+    def finished(result: ExportResult) -> None:
+        if show_progress:
+            print(progress_line(result), file=sys.stderr, flush=True)
+
+    results, internal_errors = ([], 0)
+    if specs:
+        results, internal_errors = asyncio.run(
+            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, on_done=finished))
+    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started)
+    sys.stdout.write(RENDERERS[args.format](run))
+    sys.stdout.flush()
+
+    return EXIT_USAGE if internal_errors else exit_status(run)
+
+
+def exit_status(run: CheckRun) -> int:
+    """2 for config errors, 1 for error findings, else 0: warnings (e.g. `mismatch`) pass."""
+    if run.workspace.findings:
+        return EXIT_USAGE
+    if any(finding.severity == "error" for _, finding in run.findings):
+        return EXIT_FINDINGS
+    # A failed export that explains nothing must still fail the build.
+    if any(result.status != "ok" and not result.findings for result in run.results):
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _load(path: Path) -> Workspace:
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or directory")
+    config = find_config(path)
+    if config is None:
+        raise UsageError(f"no onnxlens configuration in {path.resolve()} or any parent directory "
+                         "(looked for onnxlens.toml, and pyproject.toml with a [tool.onnxlens] table)")
+    return load_workspace(config)
+
+
+def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
+    """The targets to export: all valid ones, or those named by --target (in config order)."""
+    if not names:
+        return list(workspace.targets)
+    known = workspace.target_lines
+    unknown = [name for name in dict.fromkeys(names) if name not in known]
+    if unknown and not workspace.findings:
+        listed = ", ".join(known) or "none"
+        raise UsageError(f"unknown target {', '.join(map(repr, unknown))} in "
+                         f"{workspace.config_file}; its targets: {listed}")
+    wanted = set(names)
+    return [spec for spec in workspace.targets if spec.name in wanted]
+
+
+async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
+                      on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
+    """Export every spec (at most `jobs` at once); returns results in spec order and the
+    number of exports that failed inside onnxlens itself (not in the user's model)."""
+    from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
+
+    service = ExportService(jobs=jobs, use_cache=use_cache)
+    internal_errors = 0
+
+    async def one(spec: TargetSpec) -> ExportResult:
+        nonlocal internal_errors
+        try:
+            result = await service.export(spec)
+        except Exception as error:  # noqa: BLE001 - one broken job must not hide the others
+            internal_errors += 1
+            result = ExportResult(target=spec.name, status="failed", findings=[Finding(
+                code="crash", stage="load",
+                message=f"onnxlens internal error while exporting: {type(error).__name__}: {error}",
+            )])
+        on_done(result)
+        return result
+
+    try:
+        await service.start()
+        results = await asyncio.gather(*(one(spec) for spec in specs))
+    finally:
+        await service.shutdown()
+    return list(results), internal_errors
+
+
+if __name__ == "__main__":
+    main()

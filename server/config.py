@@ -1,18 +1,31 @@
 """Workspace configuration: [tool.onnxlens] in pyproject.toml, or onnxlens.toml (same keys, top level).
 
-BOOTSTRAP VERSION: parses the happy path. The config helper adds full validation (each mistake a
-`config` finding on the offending line) keeping this interface.
+`load_workspace` never raises for bad content: every mistake becomes a `config` Finding on the
+offending line (and the columns of the offending key or value) of the config file, so the editor
+underlines it and `onnxlens check` prints it like any other problem. A target with a mistake is
+left out of `Workspace.targets`; the other targets stay exportable.
+
+Keys (DESIGN.md "Configuration"), global and per target where marked:
+    output-dir (global), verify*, timeout*, opset*, memory-limit* (MB; an onnxlens extension),
+    target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
+            custom-translations.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
-from onnxlens.exporter.types import Finding, TargetSpec
+from onnxlens.exporter.types import Finding, Location, Related, TargetSpec
+from onnxlens.server.toml_locations import Span, TableSite, scan_tables
 
 CONFIG_NAMES = ("onnxlens.toml", "pyproject.toml")
+DEFAULT_OUTPUT_DIR = ".onnxlens"
+DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass
@@ -20,19 +33,24 @@ class Workspace:
     config_file: Path  # the file the configuration came from
     root: Path  # its directory: references and output-dir are relative to it
     output_dir: Path
-    targets: list[TargetSpec] = field(default_factory=list)
-    target_lines: dict[str, int] = field(default_factory=dict)  # name -> 1-based line in config_file
+    targets: list[TargetSpec] = field(default_factory=list)  # the valid targets, in config order
+    # name -> 1-based line of its [[target]] header, for EVERY declared target (with or without
+    # config mistakes): findings without a source line can be put there.
+    target_lines: dict[str, int] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # `config` findings
 
 
 def find_config(start: Path) -> Path | None:
     """The config file for `start` (a file or directory), searching upward; None if there is none.
 
-    A pyproject.toml counts only if it has a [tool.onnxlens] table.
+    A pyproject.toml counts only if it has a [tool.onnxlens] table. A .toml file is taken as the
+    config itself; any other file (say models/mlp.py) starts the search in its directory.
     """
     start = start.resolve()
     if start.is_file():
-        return start
+        if start.suffix == ".toml":
+            return start
+        start = start.parent
     for directory in (start, *start.parents):
         for name in CONFIG_NAMES:
             candidate = directory / name
@@ -45,34 +63,361 @@ def _has_onnxlens_table(path: Path) -> bool:
     if path.name != "pyproject.toml":
         return True
     try:
-        return "onnxlens" in tomllib.loads(path.read_text()).get("tool", {})
-    except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-        return "[tool.onnxlens" in path.read_text(errors="replace")
+        text = path.read_text(errors="replace")
+    except OSError:
+        return False
+    try:
+        return "onnxlens" in tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        # A broken file that is meant for us must be found, so its error can be shown.
+        return "[tool.onnxlens" in text
 
 
 def load_workspace(config_file: Path) -> Workspace:
     """Read and validate a config file. Never raises for bad content: mistakes become findings."""
     config_file = config_file.resolve()
-    data = tomllib.loads(config_file.read_text())
-    table = data.get("tool", {}).get("onnxlens", {}) if config_file.name == "pyproject.toml" else data
     root = config_file.parent
-    output_dir = (root / table.get("output-dir", ".onnxlens")).resolve()
-    workspace = Workspace(config_file=config_file, root=root, output_dir=output_dir)
-    for entry in table.get("target", []):
-        name = entry.get("name") or entry["model"].rpartition(":")[2].lower()
-        workspace.targets.append(TargetSpec(
+    workspace = Workspace(config_file=config_file, root=root, output_dir=root / DEFAULT_OUTPUT_DIR)
+    _Loader(workspace).load()
+    return workspace
+
+
+# --- value checks: each returns an error message, or None when the value is fine -------------
+
+def _toml_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a float"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "a table"
+    return "a date/time"
+
+
+def _shown(value: Any) -> str:
+    text = f'"{value}"' if isinstance(value, str) else repr(value).replace("True", "true").replace("False", "false")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _wrong(key: str, expected: str, value: Any) -> str:
+    return f"`{key}` must be {expected}, not {_toml_type(value)} ({_shown(value)})"
+
+
+def _check_string(key: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return _wrong(key, "a non-empty string", value)
+    return None
+
+
+def _check_bool(key: str, value: Any) -> str | None:
+    return None if isinstance(value, bool) else _wrong(key, "true or false", value)
+
+
+def _check_seconds(key: str, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return _wrong(key, "a positive number of seconds", value)
+    return None
+
+
+def _check_positive_int(what: str) -> Callable[[str, Any], str | None]:
+    def check(key: str, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return _wrong(key, what, value)
+        return None
+    return check
+
+
+def _check_names(key: str, value: Any) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        return _wrong(key, "an array of non-empty strings", value)
+    return None
+
+
+_TARGET_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def _check_target_name(key: str, value: Any) -> str | None:
+    if not isinstance(value, str) or not value:
+        return _wrong(key, "a non-empty string", value)
+    if not _TARGET_NAME.match(value) or value in (".", ".."):
+        # The name becomes file names (<output-dir>/<name>.onnx, reports/<name>.md).
+        return f"`{key}` may contain only letters, digits, '.', '_' and '-' (it names files), not {_shown(value)}"
+    return None
+
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _check_reference(key: str, value: Any) -> str | None:
+    """Syntax only: FILE.py:CALLABLE or package.module:CALLABLE (the file is checked later)."""
+    if not isinstance(value, str):
+        return _wrong(key, 'a reference "FILE.py:CALLABLE" or "package.module:CALLABLE"', value)
+    where, colon, attr = value.rpartition(":")
+    if not colon:
+        return f'`{key}` must be "FILE.py:CALLABLE" or "package.module:CALLABLE": {_shown(value)} names no callable (add ":NAME")'
+    if not _IDENTIFIER.match(attr):
+        return f"`{key}`: {_shown(attr)} after ':' is not a Python name"
+    if not where.endswith(".py") and not _MODULE.match(where):
+        return (f"`{key}`: {_shown(where)} is neither a Python file (FILE.py) nor a dotted module "
+                f"name (package.module)")
+    return None
+
+
+# Checks of the keys allowed in the global table and in a [[target]] table.
+_SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
+    "verify": _check_bool,
+    "timeout": _check_seconds,
+    "opset": _check_positive_int("a positive integer (an ONNX opset version)"),
+    "memory-limit": _check_positive_int("a positive integer (megabytes)"),
+}
+GLOBAL_CHECKS = {"output-dir": _check_string, **_SHARED_CHECKS}
+TARGET_CHECKS = {
+    "name": _check_target_name,
+    "model": _check_reference,
+    "inputs": _check_reference,
+    "dynamic-shapes": _check_reference,
+    "custom-translations": _check_reference,
+    "output": _check_string,
+    "input-names": _check_names,
+    "output-names": _check_names,
+    **_SHARED_CHECKS,
+}
+REFERENCE_KEYS = ("model", "inputs", "dynamic-shapes", "custom-translations")
+REQUIRED_TARGET_KEYS = ("model", "inputs")
+
+
+class _Loader:
+    """One validation pass over one config file, filling a Workspace."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self.path = workspace.config_file
+        self.lines: list[str] = []
+        self.is_pyproject = self.path.name == "pyproject.toml"
+        self.prefix: tuple[str, ...] = ("tool", "onnxlens") if self.is_pyproject else ()
+        self.tables: list[TableSite] = []
+        self.main_site = TableSite(path=(), is_array=False, header=None)  # [tool.onnxlens]
+        self.target_sites: list[TableSite] = []  # each [[tool.onnxlens.target]] header, in order
+        self.defaults: dict[str, Any] = {}  # the valid global settings
+
+    # -- findings --------------------------------------------------------------------------
+
+    def error(self, message: str, span: Span | None, related: list[Related] | None = None) -> None:
+        span = span or Span(1, 1, 1 + len(self._line(1)))
+        self.workspace.findings.append(Finding(
+            code="config",
+            message=message,
+            stage="load",
+            location=Location(str(self.path), span.line, span.column, span.line, span.end_column),
+            related=related or [],
+            source_line=self._line(span.line),
+        ))
+
+    def _line(self, number: int) -> str:
+        return self.lines[number - 1] if 0 < number <= len(self.lines) else ""
+
+    def _whole_line(self, number: int) -> Span:
+        text = self._line(number)
+        indent = len(text) - len(text.lstrip())
+        return Span(number, indent + 1, max(len(text.rstrip()), indent + 1) + 1)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            self.error(f"cannot read the config file: {error}", Span(1, 1, 1))
+            return
+        self.lines = text.splitlines()
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as error:
+            self.error(f"invalid TOML: {_strip_position(str(error))}", self._decode_error_span(str(error)))
+            return
+        self.tables = scan_tables(text)
+        self.main_site = next((t for t in self.tables if t.path == self.prefix and not t.is_array), self.tables[0])
+        self.target_sites = [t for t in self.tables if t.path == (*self.prefix, "target")]
+
+        table: Any = data
+        for part in self.prefix:
+            table = table.get(part) if isinstance(table, dict) else None
+        if table is None:
+            self.error("this pyproject.toml has no [tool.onnxlens] table", None)
+            return
+        if not isinstance(table, dict):
+            self.error("`tool.onnxlens` must be a table ([tool.onnxlens])", self._key_span(self.main_site, "onnxlens"))
+            return
+        self.load_global(table)
+        self.load_targets(table.get("target"))
+
+    def _decode_error_span(self, message: str) -> Span:
+        match = re.search(r"\(at line (\d+), column (\d+)\)", message)
+        if match:
+            line, column = int(match.group(1)), int(match.group(2))
+            end = max(len(self._line(line).rstrip()) + 1, column + 1)
+            return Span(line, column, end)
+        # "(at end of document)": the last line that has anything on it.
+        last = max((i for i, text in enumerate(self.lines, 1) if text.strip()), default=1)
+        return self._whole_line(last)
+
+    def _key_span(self, site: TableSite, key: str) -> Span | None:
+        found = site.keys.get(key)
+        if found:
+            return found.key
+        # Not a `key = value` line: a sub-table header ([tool.onnxlens.KEY] or [[...KEY]])
+        # after the table's own header.
+        start = site.header.line if site.header else 0
+        for table in self.tables:
+            if table.header and table.header.line > start and table.path[:len(site.path) + 1] == (*site.path, key):
+                return table.header
+        return site.header
+
+    def _value_span(self, site: TableSite, key: str) -> Span | None:
+        found = site.keys.get(key)
+        return found.value if found else site.header
+
+    def check_keys(self, table: dict[str, Any], site: TableSite, checks: dict[str, Callable],
+                   extra_known: tuple[str, ...], where: str) -> dict[str, Any]:
+        """Report unknown and mistyped keys; return the keys that passed."""
+        good = {}
+        known = (*checks, *extra_known)
+        for key, value in table.items():
+            if key in extra_known:
+                continue
+            if key not in checks:
+                self.error(f"unknown key `{key}` in {where}{self._unknown_key_hint(key, known)}",
+                           self._key_span(site, key))
+                continue
+            problem = checks[key](key, value)
+            if problem:
+                self.error(problem, self._value_span(site, key))
+                continue
+            good[key] = value
+        return good
+
+    def _unknown_key_hint(self, key: str, known: tuple[str, ...]) -> str:
+        if key == "tool" and not self.is_pyproject:
+            return "; in onnxlens.toml the settings are at the top level, without [tool.onnxlens]"
+        if key == "output-dir" and "output-dir" not in known:
+            return "; `output-dir` is a global setting: move it above the first target"
+        hint = difflib.get_close_matches(key, known, n=1)
+        return f"; did you mean `{hint[0]}`?" if hint else f" (known keys: {', '.join(sorted(known))})"
+
+    def load_global(self, table: dict[str, Any]) -> None:
+        where = "[tool.onnxlens]" if self.is_pyproject else "onnxlens.toml"
+        self.defaults = self.check_keys(table, self.main_site, GLOBAL_CHECKS, ("target",), where)
+        root = self.workspace.root
+        self.workspace.output_dir = (root / self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR)).resolve()
+
+    def load_targets(self, entries: Any) -> None:
+        header = "[[tool.onnxlens.target]]" if self.is_pyproject else "[[target]]"
+        if entries is None:
+            anchor = self.main_site.header if self.main_site.header else None
+            self.error(f"no targets: add a {header} table with `model` and `inputs`", anchor)
+            return
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            span = self.target_sites[0].header if self.target_sites else self._value_span(self.main_site, "target")
+            self.error(f"`target` must be an array of tables: write each target as {header} (two brackets)", span)
+            return
+        if not entries:
+            self.error(f"no targets: add a {header} table with `model` and `inputs`", self._value_span(self.main_site, "target"))
+            return
+        seen: dict[str, Span] = {}
+        outputs: dict[str, str] = {}  # .onnx path -> the target that writes it
+        for index, entry in enumerate(entries):
+            # Each [[target]] header is one array entry, in order; an inline array of tables has
+            # no headers: its lines are then the `target` key's.
+            if len(self.target_sites) == len(entries):
+                site = self.target_sites[index]
+            else:
+                site = TableSite(path=(), is_array=True, header=self._key_span(self.main_site, "target"))
+            spec = self.load_target(entry, site, header, seen)
+            if spec is None:
+                continue
+            if spec.output in outputs:
+                # Two targets overwriting one file would make either result a lie.
+                self.error(f"target `{spec.name}` writes the same file as target `{outputs[spec.output]}`: "
+                           f"{spec.output} (set a different `output`)", self._value_span(site, "output"))
+                continue
+            outputs[spec.output] = spec.name
+            self.workspace.targets.append(spec)
+
+    def load_target(self, entry: dict[str, Any], site: TableSite, header: str,
+                    seen: dict[str, Span]) -> TargetSpec | None:
+        errors_before = len(self.workspace.findings)
+        values = self.check_keys(entry, site, TARGET_CHECKS, (), f"{header}")
+        for key in REQUIRED_TARGET_KEYS:
+            if key not in entry:
+                self.error(f"target is missing the required key `{key}` "
+                           f'({key} = "FILE.py:CALLABLE" or "package.module:CALLABLE")', site.header)
+        for key in REFERENCE_KEYS:
+            if key in values:
+                self.check_reference_file(key, values[key], site)
+
+        name = values.get("name")
+        if name is None and "name" not in entry and "model" in values:
+            name = values["model"].rpartition(":")[2].lower()
+        if name is not None:
+            name_span = self._value_span(site, "name") if "name" in entry else self._value_span(site, "model")
+            if name in seen:
+                first = seen[name]
+                self.error(f"duplicate target name `{name}` (target names must be unique; set `name` to tell them apart)",
+                           name_span, [Related(str(self.path), first.line, f"`{name}` is first defined here")])
+                return None
+            seen[name] = name_span
+            if site.header is not None:
+                self.workspace.target_lines[name] = site.header.line
+        if len(self.workspace.findings) > errors_before or name is None:
+            return None
+        return self.make_spec(name, values)
+
+    def check_reference_file(self, key: str, reference: str, site: TableSite) -> None:
+        where = reference.rpartition(":")[0]
+        if not where.endswith(".py"):
+            return  # a module name: only an import can tell (the worker reports it)
+        path = self.workspace.root / where
+        if path.is_file():
+            return
+        message = f"`{key}`: file {where} does not exist (relative to {self.workspace.root})"
+        if path.parent.is_dir():
+            candidates = [str(p.relative_to(self.workspace.root)) for p in path.parent.glob("*.py")]
+            hint = difflib.get_close_matches(where, candidates, n=1)
+            if hint:
+                message += f"; did you mean {hint[0]}?"
+        self.error(message, self._value_span(site, key))
+
+    def make_spec(self, name: str, values: dict[str, Any]) -> TargetSpec:
+        def setting(key: str, default: Any) -> Any:
+            return values.get(key, self.defaults.get(key, default))
+
+        root = self.workspace.root
+        output_dir = self.workspace.output_dir
+        output = (root / values["output"]).resolve() if "output" in values else output_dir / f"{name}.onnx"
+        return TargetSpec(
             name=name,
             root=str(root),
-            model=entry["model"],
-            inputs=entry["inputs"],
-            dynamic_shapes=entry.get("dynamic-shapes"),
-            custom_translations=entry.get("custom-translations"),
-            output=str((root / entry["output"]).resolve()) if "output" in entry else str(output_dir / f"{name}.onnx"),
+            model=values["model"],
+            inputs=values["inputs"],
+            output=str(output),
             report=str(output_dir / "reports" / f"{name}.md"),
-            verify=entry.get("verify", table.get("verify", True)),
-            timeout=float(entry.get("timeout", table.get("timeout", 120))),
-            opset=entry.get("opset", table.get("opset")),
-            input_names=entry.get("input-names"),
-            output_names=entry.get("output-names"),
-        ))
-    return workspace
+            dynamic_shapes=values.get("dynamic-shapes"),
+            custom_translations=values.get("custom-translations"),
+            verify=setting("verify", True),
+            timeout=float(setting("timeout", DEFAULT_TIMEOUT)),
+            opset=setting("opset", None),
+            input_names=values.get("input-names"),
+            output_names=values.get("output-names"),
+            memory_limit_mb=setting("memory-limit", None),
+        )
+
+
+def _strip_position(message: str) -> str:
+    return re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)$", "", message)

@@ -1,48 +1,136 @@
 """ExportService: the server side's one way to get an ExportResult for a TargetSpec.
 
-Both `onnxlens check` and the language server use it, so CI and the editor run one code path.
+Both `onnxlens check` and the language server use it, so CI and the editor run one code path:
+a result from the on-disk cache if the target is unchanged (server/cache.py), otherwise a job
+on the warm export worker (server/worker.py -> exporter/zygote.py), at most `jobs` at once.
 
-BOOTSTRAP VERSION: one fresh `python -m onnxlens.exporter.run_job` process per job, no cache.
-The warm fork server and the result cache replace the body, keeping this interface.
+Failures of the machinery itself become findings on the target, never exceptions: a worker that
+cannot start (no torch in the user's interpreter, another onnxlens version) is a `crash` finding
+saying so; a worker that died mid-job is restarted and the job retried once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import sys
+import time
 from typing import Any, Callable
 
-import msgpack
+from onnxlens.exporter.crashes import model_location
+from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.server.cache import ResultCache
+from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
-from onnxlens.exporter.types import ExportResult, TargetSpec
+log = logging.getLogger("onnxlens.exports")
 
 EventSink = Callable[[dict[str, Any]], None]
 
 
 class ExportService:
-    def __init__(self, *, jobs: int = 1, use_cache: bool = True, python: str | None = None) -> None:
-        self.jobs = jobs
+    def __init__(self, *, jobs: int = 1, use_cache: bool = True, python: str | None = None,
+                 root: str | None = None, env: dict[str, str] | None = None) -> None:
+        """`python`: the user's interpreter (it needs torch and onnxlens); `root`: the worker's
+        working directory (the workspace root; default: the current directory); `env`: its
+        environment (default: ours)."""
+        self.jobs = max(1, jobs)
         self.use_cache = use_cache
         self.python = python or sys.executable
-        self._slots = asyncio.Semaphore(jobs)
+        self.root = root
+        self.env = env
+        self.cache = ResultCache(self.python)
+        self._slots = asyncio.Semaphore(self.jobs)
+        self._worker: Worker | None = None
+        self._worker_lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def worker(self) -> Worker | None:
+        """The current worker process (for status displays and tests)."""
+        return self._worker
+
+    @property
+    def threads_per_job(self) -> int:
+        return max(1, (os.cpu_count() or 1) // self.jobs)
 
     async def start(self) -> None:
         """Start the worker in the background; returns at once."""
+        await self._current_worker()
+
+    def cached(self, spec: TargetSpec) -> ExportResult | None:
+        """The cached result of `spec` if its files are unchanged (fast; no worker needed)."""
+        return self.cache.load(spec)
 
     async def export(self, spec: TargetSpec, on_event: EventSink | None = None) -> ExportResult:
         """Export one target. Cancelling the awaiting task kills the job."""
+        sink = on_event or (lambda event: None)
+        if self.use_cache:
+            hit = self.cache.load(spec)
+            if hit is not None:
+                sink({"type": "cached", "target": spec.name})
+                return hit
         async with self._slots:
-            process = await asyncio.create_subprocess_exec(
-                self.python, "-m", "onnxlens.exporter.run_job",
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            )
-            try:
-                out, _ = await process.communicate(msgpack.packb(spec.to_dict()))
-            except asyncio.CancelledError:
-                process.kill()
-                await process.wait()
-                raise
-            return ExportResult.from_dict(msgpack.unpackb(out))
+            started_ns = time.time_ns()
+            result = await self._run(spec, sink)
+        if not result.cached:
+            self.cache.store(spec, result, job_started_ns=started_ns)
+        return result
+
+    async def restart(self) -> None:
+        """Replace the worker (e.g. after the user's environment changed). Jobs in flight are
+        retried on the new one."""
+        async with self._worker_lock:
+            old, self._worker = self._worker, None
+        if old is not None:
+            await old.stop()
+        await self._current_worker()
 
     async def shutdown(self) -> None:
         """Stop the worker and every job; no process is left behind."""
+        self._closed = True
+        async with self._worker_lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            await worker.stop()
+
+    # ---- internals -----------------------------------------------------------------------
+
+    async def _current_worker(self) -> Worker:
+        async with self._worker_lock:
+            if self._worker is None or not self._worker.alive:
+                if self._worker is not None:
+                    await self._worker.stop()  # reap the dead one
+                self._worker = Worker(self.python, cwd=self.root, env=self.env)
+                await self._worker.start()
+            return self._worker
+
+    async def _run(self, spec: TargetSpec, sink: EventSink) -> ExportResult:
+        problem = "the export worker is not running"
+        for attempt in (1, 2):
+            if self._closed:
+                return _worker_failure(spec, "the export service was shut down")
+            worker = await self._current_worker()
+            try:
+                await worker.wait_ready()
+                message = await worker.run(spec, sink, threads=self.threads_per_job)
+            except WorkerUnavailable as error:
+                if error.permanent:
+                    return _worker_failure(spec, str(error))
+                problem = str(error)
+            except WorkerDied as error:
+                problem = str(error)
+            except WorkerUnresponsive as error:
+                await worker.kill()
+                return _worker_failure(spec, str(error), code="timeout")
+            else:
+                return ExportResult.from_dict(message["result"])
+            log.warning("export of %s: %s (attempt %d)", spec.name, problem, attempt)
+        return _worker_failure(spec, problem)
+
+
+def _worker_failure(spec: TargetSpec, problem: str, *, code: str = "crash") -> ExportResult:
+    """A result for a job the worker could not run at all; on the model's definition."""
+    finding = Finding(code=code, message=problem, stage="load", location=model_location(spec))
+    return ExportResult(target=spec.name, status="failed", findings=[finding])
+

@@ -1,0 +1,178 @@
+"""One export job, in a child process forked from the zygote.
+
+The child inherits the zygote's warm state (torch and the ONNX stack imported, the pipeline's
+tables built) and nothing of any earlier job: it imports the user's code fresh, runs the
+pipeline, streams progress frames to the zygote, sends one result frame and exits.
+
+Everything the zygote needs to explain a child that dies instead is set up here first:
+faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
+and os._exit is wrapped to write it too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+from typing import Any, NoReturn
+
+from onnxlens.exporter.crashes import OUT_OF_MEMORY, Frame, finding_at_frames, is_user_file
+from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, write_frame
+from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+
+_PR_SET_PDEATHSIG = 1
+_real_exit = os._exit
+
+
+def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: int, dump_fd: int,
+              zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None]) -> NoReturn:
+    """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown)."""
+    started = time.perf_counter()
+    try:
+        spec = TargetSpec.from_dict(job["spec"])
+        _detach_from_zygote(zygote_pid, zygote_fds)
+        _capture_output(output_fd)
+        _prepare_fault_reports(dump_fd)
+        _restore_user_environment(user_env, job.get("options", {}), spec)
+        result = _run(pipeline, spec, events_fd, started)
+        write_frame(events_fd, {"type": "result", "result": result.to_dict()})
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        finally:
+            _real_exit(INTERNAL_ERROR_STATUS)
+    _real_exit(0)
+
+
+def _detach_from_zygote(zygote_pid: int, zygote_fds: list[int]) -> None:
+    # Own process group: a cancel or timeout kills whatever the user's code started, too.
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass  # the zygote already did it
+    # Die with the zygote: no orphaned export running on after the editor closed.
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != zygote_pid:
+        _real_exit(1)  # the zygote died between fork and prctl
+    for fd in zygote_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # user code may run subprocesses
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _capture_output(output_fd: int) -> None:
+    """User prints go to a pipe the zygote drains, never to the protocol stream."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(output_fd, 1)
+    os.dup2(output_fd, 2)
+    os.close(output_fd)
+    sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr.reconfigure(line_buffering=True)
+
+
+def _prepare_fault_reports(dump_fd: int) -> None:
+    faulthandler.enable(file=dump_fd, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=dump_fd, all_threads=True, chain=False)
+    me = os.getpid()
+
+    def exit_with_stack(status: int) -> NoReturn:
+        # os._exit skips every handler; leave the caller's stack so the crash finding names it.
+        if os.getpid() == me:
+            faulthandler.dump_traceback(file=dump_fd, all_threads=False)
+        _real_exit(status)
+
+    os._exit = exit_with_stack
+
+
+def _restore_user_environment(user_env: dict[str, str | None], options: dict[str, Any],
+                              spec: TargetSpec) -> None:
+    # The zygote runs with one thread (OpenMP pools do not survive fork); a child starts none
+    # before this point, so it may use more. Subprocesses of user code get the user's settings.
+    for name, value in user_env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    import torch
+
+    torch.set_num_threads(max(1, int(options.get("threads", 1))))
+    os.chdir(spec.root)
+    if spec.memory_limit_mb:
+        # The cap is on what the job adds: the zygote's own mappings (torch's libraries) are
+        # already a few GB of address space before any user code runs.
+        with open("/proc/self/statm") as statm:
+            current = int(statm.read().split()[0]) * resource.getpagesize()
+        limit = current + spec.memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> ExportResult:
+    def on_event(event: dict[str, Any]) -> None:
+        write_frame(events_fd, {"type": "event", "event": event})
+
+    try:
+        result = pipeline.run(spec, on_event)
+    except SystemExit as error:
+        return _failed(spec, error, started,
+                       f"user code called sys.exit({error.code!r}) during the export; the export "
+                       "process cannot continue after it")
+    except MemoryError as error:
+        return _failed(spec, error, started, _out_of_memory_message(spec))
+    except BaseException as error:  # noqa: BLE001 - a bug of ours still becomes a finding
+        return _failed(spec, error, started,
+                       f"internal error in onnxlens: {type(error).__name__}: {error}"[:2000])
+    if spec.memory_limit_mb:
+        result.findings = [_as_out_of_memory(spec, f) for f in result.findings]
+    # This process imported no user code before the job, so every workspace module it holds now
+    # belongs to the target: the closure, even where the pipeline did not see an import.
+    result.closure = sorted(set(result.closure) | set(_imported_user_files(spec.root)))
+    return result
+
+
+def _out_of_memory_message(spec: TargetSpec) -> str:
+    limit = f" (memory limit {spec.memory_limit_mb} MB)" if spec.memory_limit_mb else ""
+    return f"the export process ran out of memory{limit} while running this line"
+
+
+def _as_out_of_memory(spec: TargetSpec, finding: Finding) -> Finding:
+    """An allocation failure under the memory cap is a crash, whatever stage caught it."""
+    if finding.code == "crash" or not OUT_OF_MEMORY.search(finding.message):
+        return finding
+    return Finding(code="crash", message=_out_of_memory_message(spec), stage=finding.stage,
+                   location=finding.location, related=finding.related,
+                   source_line=finding.source_line)
+
+
+def _failed(spec: TargetSpec, error: BaseException, started: float, message: str) -> ExportResult:
+    frames = [Frame(f.filename, f.lineno or 1, f.name)
+              for f in reversed(traceback.extract_tb(error.__traceback__))
+              if is_user_file(f.filename, spec.root)]
+    finding = finding_at_frames("crash", message, "load", frames, spec)
+    closure = sorted({f.file for f in frames} | set(_imported_user_files(spec.root)))
+    return ExportResult(target=spec.name, status="failed", findings=[finding],
+                        seconds=time.perf_counter() - started, closure=closure)
+
+
+def _imported_user_files(root: str) -> list[str]:
+    """Workspace files imported so far: the closure as far as the job got."""
+    files = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        # Some modules carry a relative __file__ (torch.ops: "_ops.py"): not workspace files.
+        if isinstance(path, str) and os.path.isabs(path) and is_user_file(path, root):
+            files.append(os.path.abspath(path))
+    return files

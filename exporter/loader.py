@@ -1,0 +1,224 @@
+"""The load stage: import the target's code fresh, call its factories, record its closure.
+
+A reference is `FILE.py:CALLABLE` (relative to the workspace root) or `package.module:CALLABLE`
+(importable with the root on sys.path). Files are imported under their dotted name relative to
+the root, as any other workspace module would import them: a module known under two names is two
+modules, and strict capture (dynamo) re-imports modules by name.
+
+The closure is every workspace file imported while the target ran: it tells the server which
+saves must re-export this target. Workspace modules already in sys.modules are dropped first, so
+an in-process pipeline serving many runs sees the files as they are now.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from onnxlens.exporter.locations import Workspace, frames_from_summary, locate, source_line
+from onnxlens.exporter.types import Finding, Location
+
+
+class LoadError(Exception):
+    """The load stage failed; `finding` says where and why."""
+
+    def __init__(self, finding: Finding, cause: BaseException | None = None) -> None:
+        super().__init__(finding.message)
+        self.finding = finding
+        self.cause = cause
+
+
+@dataclass
+class LoadedTarget:
+    model: Any
+    args: tuple
+    kwargs: dict
+    dynamic_shapes: Any = None
+    custom_translations: dict | None = None
+    model_location: Location | None = None
+    extra_files: list[str] = field(default_factory=list)
+
+
+def workspace_module_files(workspace: Workspace) -> dict[str, str]:
+    """Module name -> file, for the loaded modules that are workspace files."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name == "__main__" or name.startswith("onnxlens"):
+            continue
+        path = getattr(module, "__file__", None)
+        if path and workspace.contains(path):
+            found[name] = os.path.realpath(path)
+    return found
+
+
+def forget_workspace_modules(workspace: Workspace) -> None:
+    """Drop workspace modules so the next import reads the files as they are now."""
+    for name in workspace_module_files(workspace):
+        sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+
+
+class Loader:
+    def __init__(self, root: str, workspace: Workspace) -> None:
+        self.root = os.path.realpath(root)
+        self.workspace = workspace
+        # Files seen in failing imports (a module that fails is removed from sys.modules).
+        self.failed_files: list[str] = []
+
+    def closure(self) -> list[str]:
+        files = set(workspace_module_files(self.workspace).values()) | set(self.failed_files)
+        return sorted(files)
+
+    # -- references ---------------------------------------------------------------------------
+
+    def resolve(self, ref: str, what: str) -> Any:
+        """Import the module of `ref` and return the attribute. Raises LoadError (code import)."""
+        module_part, sep, attr = ref.rpartition(":")
+        if not sep or not module_part or not attr:
+            raise LoadError(Finding(code="import", stage="load",
+                                    message=f"bad {what} reference {ref!r}: expected FILE.py:NAME or package.module:NAME"))
+        module = self._import(module_part, what)
+        try:
+            value = module
+            for part in attr.split("."):
+                value = getattr(value, part)
+            return value
+        except AttributeError:
+            file = getattr(module, "__file__", None)
+            location = Location(file=os.path.realpath(file), line=1) if file else None
+            raise LoadError(Finding(code="import", stage="load", location=location,
+                                    message=f"{module_part} has no attribute {attr!r} (the {what} reference {ref!r})")) from None
+
+    def _import(self, module_part: str, what: str):
+        if self.root not in sys.path:
+            sys.path.insert(0, self.root)
+        try:
+            if module_part.endswith(".py"):
+                return self._import_file(Path(self.root) / module_part, what)
+            return importlib.import_module(module_part)
+        except LoadError:
+            raise
+        except SyntaxError as error:
+            raise LoadError(self._syntax_finding(error), error) from None
+        except BaseException as error:  # noqa: BLE001 - user code may raise anything, even SystemExit
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            raise LoadError(self._raised_finding(error, "import", f"importing {module_part} failed"), error) from None
+
+    def _import_file(self, path: Path, what: str):
+        path = path.resolve()
+        if not path.is_file():
+            raise LoadError(Finding(code="import", stage="load",
+                                    message=f"the {what} file {path} does not exist"))
+        relative = path.relative_to(self.root).with_suffix("") if path.is_relative_to(self.root) else Path(path.stem)
+        name = ".".join(relative.parts)
+        if all(part.isidentifier() for part in relative.parts):
+            existing = sys.modules.get(name)
+            if existing is None or _same_file(existing, path):
+                module = importlib.import_module(name)
+                if _same_file(module, path):
+                    return module
+        # Not importable under its dotted name (dashes in names, shadowed by an installed
+        # package): load it from the file, registered under that name so dynamo can find it.
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(name, None)
+            raise
+        return module
+
+    # -- factories ----------------------------------------------------------------------------
+
+    def call_factory(self, factory: Any, what: str) -> Any:
+        try:
+            return factory()
+        except BaseException as error:  # noqa: BLE001 - user code may raise anything
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            raise LoadError(self._raised_finding(error, "setup", f"the {what} factory raised"), error) from None
+
+    # -- findings -----------------------------------------------------------------------------
+
+    def _syntax_finding(self, error: SyntaxError) -> Finding:
+        file = os.path.realpath(error.filename) if error.filename else None
+        if file:
+            self.failed_files.append(file)
+        line = error.lineno or 1
+        column = error.offset or 1
+        end_column = error.end_offset if error.end_offset and (error.end_lineno in (None, line)) else None
+        if end_column is not None and end_column <= column:
+            end_column = column + 1
+        location = Location(file=file, line=line, column=column, end_line=line,
+                            end_column=end_column or column + 1) if file else None
+        # The frames that imported the broken file (the import chain) are related locations.
+        _, related, _ = locate(frames_from_summary(traceback.extract_tb(error.__traceback__)),
+                               self.workspace, note="imported from here")
+        return Finding(code="import", stage="load", location=location, related=related,
+                       source_line=source_line(file, line) if file else None,
+                       message=f"{type(error).__name__}: {error.msg}")
+
+    def _raised_finding(self, error: BaseException, code: str, context: str) -> Finding:
+        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
+        for frame in frames:
+            if self.workspace.contains(frame.file):
+                self.failed_files.append(os.path.realpath(frame.file))
+        location, related, text = locate(frames, self.workspace)
+        return Finding(code=code, stage="load", location=location, related=related, source_line=text,
+                       message=f"{context}: {type(error).__name__}: {_first_lines(str(error))}")
+
+
+def split_inputs(value: Any) -> tuple[tuple, dict]:
+    """args tuple, kwargs dict, or (args, kwargs) -> (args, kwargs)."""
+    if isinstance(value, dict):
+        return (), dict(value)
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], (tuple, list)) and isinstance(value[1], dict):
+        return tuple(value[0]), dict(value[1])
+    if isinstance(value, (tuple, list)):
+        return tuple(value), {}
+    return (value,), {}
+
+
+def definition_location(obj: Any) -> Location | None:
+    """Where a callable (function or class) is defined, pointing at its name."""
+    try:
+        target = inspect.unwrap(obj)
+        file = inspect.getsourcefile(target)
+        _, line = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return None
+    if not file:
+        return None
+    text = source_line(file, line) or ""
+    name = getattr(target, "__name__", "")
+    # Decorators come first in getsourcelines: move to the def/class line.
+    if text.lstrip().startswith("@"):
+        for offset in range(1, 50):
+            candidate = source_line(file, line + offset)
+            if candidate is None:
+                break
+            if candidate.lstrip().startswith(("def ", "class ", "async def ")):
+                line, text = line + offset, candidate
+                break
+    column = text.find(name) + 1 if name and name in text else len(text) - len(text.lstrip()) + 1
+    end_column = column + len(name) if name and name in text else len(text.rstrip()) + 1
+    return Location(file=os.path.realpath(file), line=line, column=column, end_line=line, end_column=end_column)
+
+
+def _same_file(module: Any, path: Path) -> bool:
+    file = getattr(module, "__file__", None)
+    return bool(file) and os.path.realpath(file) == str(path)
+
+
+def _first_lines(text: str, limit: int = 1500) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + " …"

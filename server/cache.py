@@ -1,0 +1,189 @@
+"""The result cache: an unchanged target is not exported again.
+
+One msgpack file per target, `<output-dir>/cache/<target>.msgpack`, holding the last result and
+the key it was computed under. The key is the sha256 of
+* the content of every file of the target's closure (the workspace files the last export
+  imported, plus the files its references name),
+* the TargetSpec (every option, the output paths),
+* the versions of torch, onnx, onnxscript, onnxruntime and onnxlens in the worker's interpreter
+  (read with importlib.metadata, never by importing torch), and the source of onnxlens's own
+  exporter package (so an edited onnxlens does not serve stale results).
+
+A result whose closure is unknown (the export died before importing anything) is not cached.
+Timeouts and crashes are not cached either: they can depend on the machine's load. A corrupt or
+foreign cache file is a miss and is overwritten by the next export; the cache never fails a job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.metadata
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from onnxlens.exporter.types import ExportResult, TargetSpec
+
+log = logging.getLogger("onnxlens.cache")
+
+CACHE_FORMAT = "onnxlens-result-cache"
+CACHE_VERSION = 1
+VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
+UNCACHEABLE_CODES = {"timeout", "crash"}
+
+_VERSIONS_SCRIPT = f"""
+import importlib.metadata as metadata, json, sys
+versions = {{}}
+for name in {VERSIONED_PACKAGES!r}:
+    try:
+        versions[name] = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        versions[name] = None
+versions["python"] = sys.version
+print(json.dumps(versions))
+"""
+
+
+def cache_file(spec: TargetSpec) -> Path:
+    """<output-dir>/cache/<target>.msgpack. The output dir is where the config loader puts the
+    reports directory (`<output-dir>/reports/<target>.md`)."""
+    report_dir = Path(spec.report).parent
+    output_dir = report_dir.parent if report_dir.name == "reports" else report_dir
+    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.name)
+    return output_dir / "cache" / f"{safe_name}.msgpack"
+
+
+def referenced_files(spec: TargetSpec) -> set[str]:
+    """The FILE.py parts of the spec's references: always part of the closure."""
+    files = set()
+    for reference in (spec.model, spec.inputs, spec.dynamic_shapes, spec.custom_translations):
+        path = (reference or "").rpartition(":")[0]
+        if path.endswith(".py"):
+            files.add(str((Path(spec.root) / path).resolve()))
+    return files
+
+
+class ResultCache:
+    def __init__(self, python: str) -> None:
+        self.python = python
+
+    @cached_property
+    def versions(self) -> dict[str, Any]:
+        """Package versions of the worker's interpreter, without importing torch."""
+        if os.path.realpath(self.python) == os.path.realpath(sys.executable):
+            versions = _package_versions_here()
+        else:
+            try:
+                out = subprocess.run([self.python, "-c", _VERSIONS_SCRIPT], capture_output=True,
+                                     text=True, timeout=60, check=True).stdout
+                versions = json.loads(out)
+            except (OSError, subprocess.SubprocessError, ValueError):
+                versions = {"unknown-interpreter": self.python}
+        versions["onnxlens-exporter-source"] = _exporter_source_digest()
+        return versions
+
+    def key(self, spec: TargetSpec, files: list[str]) -> str | None:
+        """The cache key, or None if a file of the closure cannot be read."""
+        digest = hashlib.sha256()
+        header = {"spec": spec.to_dict(), "versions": self.versions, "format": CACHE_VERSION}
+        digest.update(json.dumps(header, sort_keys=True, default=str).encode())
+        for path in sorted(files):
+            try:
+                content = Path(path).read_bytes()
+            except OSError:
+                return None
+            digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
+        return digest.hexdigest()
+
+    def load(self, spec: TargetSpec) -> ExportResult | None:
+        """The cached result if it is still valid for the files as they are now, else None."""
+        path = cache_file(spec)
+        try:
+            entry = msgpack.unpackb(path.read_bytes(), raw=False)
+            if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+                return None
+            files, stored_key, data = entry["files"], entry["key"], entry["result"]
+            if not files or self.key(spec, files) != stored_key:
+                return None
+            result = ExportResult.from_dict(data)
+        except FileNotFoundError:
+            return None
+        except Exception as error:  # noqa: BLE001 - any damage to the file is just a miss
+            log.info("ignoring unreadable cache file %s: %s", path, error)
+            return None
+        if result.status == "ok" and not (result.onnx and os.path.isfile(result.onnx)):
+            return None  # the .onnx was deleted: export again
+        result.cached = True
+        return result
+
+    def store(self, spec: TargetSpec, result: ExportResult, *, job_started_ns: int) -> bool:
+        """Remember `result` for the files as they are now. Returns whether it was stored.
+
+        Not stored if any file of the closure changed after the job started: the export may
+        have read the older content, and the cache must never pair new files with old results.
+        """
+        if not result.closure or any(f.code in UNCACHEABLE_CODES for f in result.findings):
+            return False
+        files = sorted(set(result.closure) | referenced_files(spec))
+        try:
+            if any(os.stat(f).st_mtime_ns >= job_started_ns for f in files):
+                return False
+        except OSError:
+            return False
+        key = self.key(spec, files)
+        if key is None:
+            return False
+        data = result.to_dict()
+        data["cached"] = False
+        entry = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "key": key, "files": files,
+                 "result": data}
+        path = cache_file(spec)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(path, msgpack.packb(entry, use_bin_type=True, default=str))
+        except OSError as error:
+            log.warning("could not write cache file %s: %s", path, error)
+            return False
+        return True
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _package_versions_here() -> dict[str, Any]:
+    """What _VERSIONS_SCRIPT prints, for the server's own interpreter."""
+    versions: dict[str, Any] = {}
+    for name in VERSIONED_PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    versions["python"] = sys.version
+    return versions
+
+
+def _exporter_source_digest() -> str:
+    import onnxlens.exporter
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(onnxlens.exporter.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()

@@ -1,0 +1,323 @@
+"""`onnxlens check` output: findings and results as text, JSON (DESIGN.md schema) or SARIF 2.1.0.
+
+Every conversion of findings into an output format lives here, so the three formats agree on
+paths, lines and columns:
+* paths are relative to the workspace root when inside it, absolute otherwise;
+* lines and columns are 1-based, `end_column` exclusive (exporter/types.py);
+* a finding without a source location (e.g. a crash before any user code ran) is placed on its
+  target's [[target]] header line in the config file, so every finding has a place to click.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import quote
+
+from onnxlens.exporter.types import CODES, ExportResult, Finding, Location
+from onnxlens.server.config import Workspace
+
+INFORMATION_URI = "https://pypi.org/project/onnxlens/"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+# One line per diagnostic code (DESIGN.md's table), for SARIF rules.
+CODE_DESCRIPTIONS = {
+    "config": "The onnxlens configuration is invalid.",
+    "import": "The target's module failed to import.",
+    "setup": "The model, inputs or dynamic-shapes factory raised an exception.",
+    "torch-export": "torch.export could not capture the model.",
+    "unsupported-op": "An operator has no ONNX translation.",
+    "decomposition": "Decomposing the exported program failed.",
+    "translation": "Building the ONNX graph failed.",
+    "onnx-checker": "onnx.checker rejected the exported model.",
+    "mismatch": "onnxruntime and torch outputs differ past tolerance.",
+    "timeout": "The export job exceeded its time limit.",
+    "crash": "The export process died.",
+}
+CODE_HELP = {
+    "torch-export": "https://pytorch.org/docs/stable/generated/exportdb/index.html",
+    "unsupported-op": "https://pytorch.org/docs/stable/onnx_dynamo.html",
+    "decomposition": "https://pytorch.org/docs/stable/onnx_dynamo.html",
+    "translation": "https://pytorch.org/docs/stable/onnx_dynamo.html",
+    "onnx-checker": "https://onnx.ai/onnx/api/checker.html",
+}
+
+
+@dataclass
+class CheckRun:
+    """Everything one `onnxlens check` produced, in config order."""
+
+    workspace: Workspace
+    results: list[ExportResult] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[tuple[str | None, Finding]]:
+        """(target name or None for config findings, finding), config findings first."""
+        pairs: list[tuple[str | None, Finding]] = [(None, f) for f in self.workspace.findings]
+        for result in self.results:
+            pairs.extend((result.target, f) for f in result.findings)
+        return pairs
+
+    def count(self, severity: str) -> int:
+        return sum(1 for _, finding in self.findings if finding.severity == severity)
+
+
+def version() -> str:
+    try:
+        return metadata.version("onnxlens")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+# --- shared conversions --------------------------------------------------------------------
+
+def display_path(path: str | os.PathLike, root: Path) -> str:
+    """Workspace-relative (forward slashes) when inside the root, absolute otherwise."""
+    absolute = Path(path).resolve() if Path(path).is_absolute() else (root / path).resolve()
+    try:
+        return absolute.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(absolute)
+
+
+def _optional_path(path: str | None, root: Path) -> str | None:
+    return display_path(path, root) if path else None
+
+
+def _read_line(file: str, line: int) -> str | None:
+    try:
+        with open(file, encoding="utf-8", errors="replace") as handle:
+            for number, text in enumerate(handle, start=1):
+                if number == line:
+                    return text.rstrip("\n")
+    except OSError:
+        pass
+    return None
+
+
+def located(finding: Finding, target: str | None, workspace: Workspace) -> Location:
+    """The finding's location with every field filled in (see the module docstring)."""
+    location = finding.location
+    if location is None or not location.file:
+        line = workspace.target_lines.get(target or "", 1)
+        location = Location(str(workspace.config_file), line)
+    end_line = location.end_line or location.line
+    end_column = location.end_column
+    if end_column is None:
+        # No columns known: the whole line (up to its end), as editors underline it.
+        text = finding.source_line if finding.source_line is not None and end_line == location.line else None
+        text = text if text is not None else _read_line(location.file, end_line)
+        end_column = max(len(text.rstrip()) + 1 if text else 0, location.column + 1)
+    return Location(location.file, location.line, location.column, end_line, end_column)
+
+
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def message_of(finding: Finding) -> str:
+    """The message without terminal colour codes (torch's errors carry some)."""
+    return _ANSI_ESCAPE.sub("", finding.message)
+
+
+def _pluralize(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# --- text ----------------------------------------------------------------------------------
+
+def progress_line(result: ExportResult) -> str:
+    """One stderr line per finished target in text mode."""
+    if result.status == "ok":
+        outcome = "exported" + (" (cached)" if result.cached else "")
+        warnings = sum(1 for f in result.findings if f.severity == "warning")
+        if warnings:
+            outcome += f" with {_pluralize(warnings, 'warning')}"
+    else:
+        outcome = f"failed: {_pluralize(len(result.findings), 'problem')}"
+    return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
+
+
+def render_text(run: CheckRun) -> str:
+    root = run.workspace.root
+    out: list[str] = []
+    for target, finding in run.findings:
+        location = located(finding, target, run.workspace)
+        message = message_of(finding).replace("\n", "\n    ")
+        prefix = f"[{target}] " if target and len(run.results) > 1 else ""
+        out.append(f"{display_path(location.file, root)}:{location.line}:{location.column}: "
+                   f"{finding.severity}[{finding.code}] {prefix}{message}")
+        if finding.source_line and finding.source_line.strip():
+            out.append(f"    {location.line:>5} | {finding.source_line.rstrip()}")
+        for related in finding.related:
+            out.append(f"    {display_path(related.file, root)}:{related.line}: note: {related.message}")
+    out.append(summary_line(run))
+    return "\n".join(out) + "\n"
+
+
+def summary_line(run: CheckRun) -> str:
+    exported = sum(1 for r in run.results if r.status == "ok")
+    failed = len(run.results) - exported
+    parts = f"{exported} exported, {failed} failed"
+    cached = sum(1 for r in run.results if r.cached)
+    if cached:
+        parts += f" ({cached} cached)"
+    declared = len(run.workspace.target_lines)
+    skipped = declared - len(run.results) if run.workspace.findings else 0
+    if skipped > 0:
+        parts += f", {skipped} not exported (config errors)"
+    counts = f"{_pluralize(run.count('error'), 'error')}, {_pluralize(run.count('warning'), 'warning')}"
+    return f"{_pluralize(len(run.results), 'target')}: {parts} ({counts}) in {run.seconds:.1f} s"
+
+
+# --- JSON ----------------------------------------------------------------------------------
+
+def _diagnostic(finding: Finding, target: str | None, workspace: Workspace) -> dict[str, Any]:
+    root = workspace.root
+    location = located(finding, target, workspace)
+    return {
+        "file": display_path(location.file, root),
+        "line": location.line,
+        "column": location.column,
+        "end_line": location.end_line,
+        "end_column": location.end_column,
+        "severity": finding.severity,
+        "code": finding.code,
+        "message": message_of(finding),
+        "stage": finding.stage,
+        "related": [
+            {"file": display_path(r.file, root), "line": r.line, "message": r.message}
+            for r in finding.related
+        ],
+        "docs_url": finding.docs_url,  # extension
+    }
+
+
+def _rounded(seconds: float) -> float:
+    return round(seconds, 3)
+
+
+def to_json_data(run: CheckRun) -> dict[str, Any]:
+    root = run.workspace.root
+    return {
+        "version": 1,
+        "targets": [
+            {
+                "name": result.target,
+                "status": result.status,
+                "onnx": _optional_path(result.onnx, root),
+                "report": _optional_path(result.report, root),
+                "seconds": _rounded(result.seconds),
+                "stages": {stage: _rounded(s) for stage, s in result.stages.items()},
+                "verification": result.verification,
+                "diagnostics": [_diagnostic(f, result.target, run.workspace) for f in result.findings],
+                "cached": result.cached,  # extension
+                "node_count": result.node_count,  # extension
+            }
+            for result in run.results
+        ],
+        # Extensions: the config file and its own problems (not tied to an exported target).
+        "config": display_path(run.workspace.config_file, root),
+        "config_diagnostics": [_diagnostic(f, None, run.workspace) for f in run.workspace.findings],
+    }
+
+
+def render_json(run: CheckRun) -> str:
+    return json.dumps(to_json_data(run), indent=2) + "\n"
+
+
+# --- SARIF 2.1.0 ---------------------------------------------------------------------------
+
+def _artifact(path: str, root: Path) -> dict[str, Any]:
+    shown = display_path(path, root)
+    if Path(shown).is_absolute():
+        return {"uri": Path(shown).as_uri()}
+    return {"uri": quote(shown), "uriBaseId": "%SRCROOT%"}
+
+
+def _sarif_result(finding: Finding, target: str | None, workspace: Workspace, rule_index: int) -> dict[str, Any]:
+    location = located(finding, target, workspace)
+    result: dict[str, Any] = {
+        "ruleId": finding.code,
+        "ruleIndex": rule_index,
+        "level": {"error": "error", "warning": "warning"}.get(finding.severity, "note"),
+        "message": {"text": message_of(finding)},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": _artifact(location.file, workspace.root),
+                "region": {
+                    "startLine": location.line,
+                    "startColumn": location.column,
+                    "endLine": location.end_line,
+                    "endColumn": location.end_column,
+                },
+            },
+        }],
+        "relatedLocations": [
+            {
+                "id": index,
+                "physicalLocation": {
+                    "artifactLocation": _artifact(related.file, workspace.root),
+                    "region": {"startLine": related.line, "startColumn": related.column},
+                },
+                "message": {"text": related.message},
+            }
+            for index, related in enumerate(finding.related, start=1)
+        ],
+        "properties": {"stage": finding.stage, **({"target": target} if target else {})},
+    }
+    if finding.source_line:
+        result["locations"][0]["physicalLocation"]["region"]["snippet"] = {"text": finding.source_line}
+    return result
+
+
+def to_sarif_data(run: CheckRun) -> dict[str, Any]:
+    codes = list(CODES)
+    rules = [
+        {
+            "id": code,
+            "name": "".join(part.capitalize() for part in code.split("-")),
+            "shortDescription": {"text": CODE_DESCRIPTIONS.get(code, code)},
+            "helpUri": CODE_HELP.get(code, INFORMATION_URI),
+            "defaultConfiguration": {"level": CODES[code]},
+        }
+        for code in codes
+    ]
+    results = [
+        _sarif_result(finding, target, run.workspace, codes.index(finding.code) if finding.code in codes else -1)
+        for target, finding in run.findings
+    ]
+    for result in results:
+        if result["ruleIndex"] < 0:
+            del result["ruleIndex"]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "onnxlens",
+                "version": version(),
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": run.workspace.root.resolve().as_uri() + "/"}},
+            "invocations": [{"executionSuccessful": True}],
+            "results": results,
+        }],
+    }
+
+
+def render_sarif(run: CheckRun) -> str:
+    return json.dumps(to_sarif_data(run), indent=2) + "\n"
+
+
+RENDERERS: dict[str, Callable[[CheckRun], str]] = {
+    "text": render_text,
+    "json": render_json,
+    "sarif": render_sarif,
+}

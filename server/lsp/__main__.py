@@ -1,0 +1,3 @@
+from onnxlens.server.lsp.server import serve
+
+serve()

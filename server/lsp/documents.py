@@ -1,0 +1,121 @@
+"""What makes the server export: saves in the editor, changes on disk, config edits, settings.
+
+A save or disk change of a file re-exports the targets whose closure contains it; a file no
+target depends on exports nothing. The config file reloads the configuration and re-exports the
+targets whose definition changed.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from onnxlens.server.config import CONFIG_NAMES, find_config
+
+from .project import Project, norm
+from .settings import parse_settings
+
+if TYPE_CHECKING:
+    from .server import OnnxlensServer
+
+
+def register(server: OnnxlensServer) -> None:
+    server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)(did_open)
+    server.feature(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))(did_save)
+    server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
+
+
+def _path(uri: str) -> str:
+    from .server import path_of
+
+    return path_of(uri)
+
+
+def did_open(ls: OnnxlensServer, params: lsp.DidOpenTextDocumentParams) -> None:
+    """A file outside every known project (an editor opened without a folder): find its config."""
+    path = _path(params.text_document.uri)
+    if ls.projects_containing(path) or not path.endswith((".py", ".toml")):
+        return
+    config = find_config(Path(path).parent)
+    if config is not None and (project := ls.add_project(config)) is not None and ls.service is not None:
+        from .lifecycle import export_project
+
+        export_project(ls, project, reason="file opened")
+
+
+def did_save(ls: OnnxlensServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    path = _path(params.text_document.uri)
+    ls.signature_changed(path)  # remember it, so the watchdog echo of this save is ignored
+    file_changed(ls, path, reason=f"saved {Path(path).name}")
+
+
+def on_disk_change(ls: OnnxlensServer, path: str) -> None:
+    """A watchdog event (on the event loop): act only if the file really differs from last time."""
+    path = norm(path)
+    projects = [p for p in ls.projects_containing(path) if not p.is_ignored(path)]
+    if not projects and Path(path).name in CONFIG_NAMES:
+        _maybe_new_config(ls, path)
+        return
+    if projects and ls.signature_changed(path):
+        file_changed(ls, path, reason=f"{Path(path).name} changed on disk")
+
+
+def file_changed(ls: OnnxlensServer, path: str, *, reason: str) -> None:
+    for project in list(ls.projects.values()):
+        if path == str(project.config_file):
+            config_changed(ls, project)
+            continue
+        if not ls.settings.export_on_save or project.is_ignored(path):
+            continue
+        for target in project.targets_depending_on(path):
+            ls.scheduler.request(project, target, reason)
+
+
+def config_changed(ls: OnnxlensServer, project: Project) -> None:
+    from .lifecycle import remove_project
+
+    if not project.config_file.exists():
+        ls.log(logging.INFO, f"onnxlens: {project.config_file} was removed")
+        remove_project(ls, project)
+        return
+    changed, removed = project.load()
+    ls.publish_config(project)
+    for name in removed:
+        ls.scheduler.cancel(project, name)
+        ls.clear_target(project, name)
+    if ls.settings.export_on_save:
+        for name in changed:
+            ls.scheduler.request(project, name, "configuration changed")
+    ls.refresh_code_lens()
+
+
+def _maybe_new_config(ls: OnnxlensServer, path: str) -> None:
+    """A config file appeared in a workspace folder that had none."""
+    from .lifecycle import export_project
+
+    parent = str(Path(path).parent)
+    if parent not in {_path(f.uri) for f in ls.workspace.folders.values()}:
+        return
+    config = find_config(Path(parent))
+    if config is None or norm(config.parent) != parent:
+        return
+    project = ls.add_project(config)
+    if project is not None:
+        export_project(ls, project, reason="configuration added")
+
+
+def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+    before = ls.settings
+    ls.settings, problems = parse_settings(params.settings, before)
+    logging.getLogger("onnxlens").setLevel(ls.settings.logging_level)
+    for problem in problems:
+        ls.log(logging.WARNING, problem)
+    if ls.settings.jobs != before.jobs:
+        ls.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
+    if ls.settings.verify != before.verify:
+        from .lifecycle import export_everything
+
+        export_everything(ls, reason="verify setting changed")

@@ -1,0 +1,76 @@
+"""Hover on a source line that produced graph nodes: the ONNX ops it became, shapes, modules."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as lsp
+
+from onnxlens.exporter.types import LineInfo
+
+if TYPE_CHECKING:
+    from .server import OnnxlensServer
+
+
+def register(server: OnnxlensServer) -> None:
+    server.feature(lsp.TEXT_DOCUMENT_HOVER)(hover)
+
+
+def hover(ls: OnnxlensServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    from .server import path_of
+
+    path, line = path_of(params.text_document.uri), params.position.line + 1
+    sections = []
+    for project in ls.projects.values():
+        for name, state in project.targets.items():
+            if state.result is None:
+                continue
+            infos = [i for i in state.result.lines if i.line == line and path_of_file(i.file) == path]
+            if infos:
+                sections.append(render(name, merge(infos), stale=state.running))
+    if not sections:
+        return None
+    text = ls.line_text(path, line) or ""
+    start = len(text) - len(text.lstrip())
+    return lsp.Hover(
+        contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
+        range=lsp.Range(start=lsp.Position(line=line - 1, character=start),
+                        end=lsp.Position(line=line - 1, character=len(text.rstrip()))),
+    )
+
+
+def path_of_file(file: str) -> str:
+    from .project import norm
+
+    return norm(file)
+
+
+def merge(infos: list[LineInfo]) -> LineInfo:
+    """One line can appear several times (one LineInfo per module of a ModuleList): add them up."""
+    merged = LineInfo(file=infos[0].file, line=infos[0].line)
+    for info in infos:
+        for op, count in info.ops.items():
+            merged.ops[op] = merged.ops.get(op, 0) + count
+        merged.outputs += [o for o in info.outputs if o not in merged.outputs]
+        merged.modules += [m for m in info.modules if m not in merged.modules]
+    return merged
+
+
+def render(target: str, info: LineInfo, *, stale: bool) -> str:
+    nodes = sum(info.ops.values())
+    lines = [f"**onnxlens · {target}**: this line became {nodes} ONNX node{'s' if nodes != 1 else ''}"
+             + (" (re-exporting…)" if stale else ""), ""]
+    if info.ops:
+        lines += ["| ONNX op | count |", "|---|---:|"]
+        lines += [f"| `{op}` | {count} |" for op, count in sorted(info.ops.items(), key=lambda kv: (-kv[1], kv[0]))]
+        lines.append("")
+    if info.outputs:
+        shown = info.outputs[:8]
+        more = f" … (+{len(info.outputs) - 8})" if len(info.outputs) > 8 else ""
+        lines.append("**outputs:** " + ", ".join(f"`{o}`" for o in shown) + more)
+    if info.modules:
+        shown = info.modules[:8]
+        more = f" … (+{len(info.modules) - 8})" if len(info.modules) > 8 else ""
+        lines.append("" if not info.outputs else "")
+        lines.append("**modules:** " + ", ".join(f"`{m}`" for m in shown) + more)
+    return "\n".join(lines).strip()

@@ -1,0 +1,166 @@
+"""One configured workspace (a config file and its targets) as the language server sees it:
+the targets, their latest results, and which files each target depends on (its closure).
+
+No LSP types here: this is the server's model of the user's project.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
+from onnxlens.server.config import Workspace, load_workspace
+
+# Directories whose changes never concern an export: VCS data, virtual environments, caches.
+IGNORED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints", ".idea",
+    ".vscode",
+})
+
+
+def norm(path: str | os.PathLike) -> str:
+    """The one spelling of a path used as a key everywhere (absolute, symlinks resolved)."""
+    return os.path.realpath(path)
+
+
+def reference_file(root: str, reference: str | None) -> str | None:
+    """The file a `FILE.py:CALLABLE` or `package.module:CALLABLE` reference points into, if it exists."""
+    if not reference or ":" not in reference:
+        return None
+    target = reference.rpartition(":")[0]
+    if target.endswith(".py"):
+        candidates = [Path(root) / target]
+    else:
+        base = Path(root, *target.split("."))
+        candidates = [base.with_suffix(".py"), base / "__init__.py"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return norm(candidate)
+    return None
+
+
+@dataclass
+class TargetState:
+    spec: TargetSpec
+    result: ExportResult | None = None
+    closure: set[str] = field(default_factory=set)  # files whose change re-exports the target
+    running: bool = False
+
+    @property
+    def spec_files(self) -> set[str]:
+        """The files the config names: the closure before any export told us more."""
+        refs = (self.spec.model, self.spec.inputs, self.spec.dynamic_shapes, self.spec.custom_translations)
+        return {f for f in (reference_file(self.spec.root, r) for r in refs) if f}
+
+    def record(self, result: ExportResult) -> None:
+        """Keep the result and learn the closure from it.
+
+        A failed export may have stopped importing early (a syntax error in the model file), so
+        its closure is partial: keep what earlier results learned too, or a fix in a file the
+        failed run never reached would not re-export.
+        """
+        learned = {norm(p) for p in result.closure}
+        learned |= {norm(f.location.file) for f in result.findings if f.location}
+        if result.status == "ok":
+            self.closure = learned | self.spec_files
+        else:
+            self.closure |= learned | self.spec_files
+        self.result = result
+
+    def model_definition(self) -> Location | None:
+        """Where the model callable is defined: from the last result, else by a text search."""
+        if self.result and self.result.model_location:
+            location = self.result.model_location
+            return dataclasses.replace(location, file=norm(location.file))
+        path = reference_file(self.spec.root, self.spec.model)
+        if path is None:
+            return None
+        name = self.spec.model.rpartition(":")[2].split(".")[-1]
+        pattern = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                for number, text in enumerate(handle, start=1):
+                    if pattern.match(text):
+                        return Location(file=path, line=number, column=len(text) - len(text.lstrip()) + 1)
+        except OSError:
+            return None
+        return None
+
+
+def _unreadable_config(config_file: Path, error: Exception) -> Workspace:
+    """A workspace with no targets and one `config` finding saying why the file could not be read."""
+    line = getattr(error, "lineno", None) or 1
+    message = f"cannot read the onnxlens configuration: {error}"
+    workspace = Workspace(config_file=config_file, root=config_file.parent,
+                          output_dir=config_file.parent / ".onnxlens")
+    workspace.findings.append(Finding(code="config", message=message, stage="load",
+                                      location=Location(file=str(config_file), line=line)))
+    return workspace
+
+
+class Project:
+    """A config file, its targets and their state. One per configured workspace folder."""
+
+    def __init__(self, config_file: Path) -> None:
+        self.config_file = Path(norm(config_file))
+        self.root = self.config_file.parent
+        self.workspace: Workspace = Workspace(self.config_file, self.root, self.root / ".onnxlens")
+        self.targets: dict[str, TargetState] = {}
+
+    @property
+    def key(self) -> str:
+        return str(self.config_file)
+
+    @property
+    def output_dir(self) -> Path:
+        return Path(norm(self.workspace.output_dir))
+
+    def load(self) -> tuple[list[str], list[str]]:
+        """(Re)read the config. Returns (targets to export: new or changed, targets removed)."""
+        try:
+            workspace = load_workspace(self.config_file)
+        except Exception as error:  # noqa: BLE001 - any unreadable config becomes a finding, not a crash
+            workspace = _unreadable_config(self.config_file, error)
+        self.workspace = workspace
+        changed: list[str] = []
+        states: dict[str, TargetState] = {}
+        for spec in workspace.targets:
+            old = self.targets.get(spec.name)
+            if old is not None and old.spec == spec:
+                states[spec.name] = old
+                continue
+            state = TargetState(spec=spec)
+            if old is not None:  # keep what we know until the re-export replaces it
+                state.result, state.closure = old.result, set(old.closure)
+            state.closure |= state.spec_files
+            states[spec.name] = state
+            changed.append(spec.name)
+        removed = [name for name in self.targets if name not in states]
+        self.targets = states
+        return changed, removed
+
+    def targets_depending_on(self, path: str) -> list[str]:
+        return [name for name, state in self.targets.items() if path in state.closure]
+
+    def contains(self, path: str) -> bool:
+        return path == str(self.root) or path.startswith(str(self.root) + os.sep)
+
+    def is_ignored(self, path: str) -> bool:
+        """True for files no export can depend on: outputs, VCS data, environments, caches."""
+        output = str(self.output_dir)
+        if path == output or path.startswith(output + os.sep):
+            return True
+        relative = os.path.relpath(path, self.root)
+        return any(part in IGNORED_DIRS for part in Path(relative).parts[:-1])
+
+    def is_ignored_dir(self, path: str) -> bool:
+        """True for a directory not worth watching (see `is_ignored`)."""
+        output = str(self.output_dir)
+        if path == output or path.startswith(output + os.sep):
+            return True
+        return any(part in IGNORED_DIRS for part in Path(os.path.relpath(path, self.root)).parts)

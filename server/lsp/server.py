@@ -1,0 +1,167 @@
+"""The onnxlens language server: state, wiring of the feature modules, and `serve()`.
+
+Feature handlers live one per module (lifecycle, documents, hover, code_lens, code_actions,
+commands, stats); this module holds what they share: the projects (one per config file), the
+published diagnostics, the export scheduler and the export service.
+
+Never imports torch: exports run in the worker processes behind ExportService.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from onnxlens.server.exports import ExportService
+
+from . import code_actions, code_lens, commands, documents, hover, lifecycle, stats
+from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic, uri_of
+from .project import Project, norm
+from .scheduler import ExportScheduler
+from .settings import Settings
+from .watcher import DiskWatcher
+
+log = logging.getLogger("onnxlens.server.lsp")
+
+VERSION = "0.1.0"
+
+
+class OnnxlensServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("onnxlens", VERSION, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.projects: dict[str, Project] = {}  # config file -> project
+        self.diagnostics = DiagnosticStore()
+        self.scheduler = ExportScheduler(self)
+        self.service: ExportService | None = None
+        self.service_ready = asyncio.Event()
+        self.watcher: DiskWatcher | None = None
+        # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
+        # editor just saved (didSave already handled it) must not export twice.
+        self.signatures: dict[str, tuple[int, int] | None] = {}
+
+    # --- logging -------------------------------------------------------------------------
+    def log(self, level: int, message: str) -> None:
+        """Log to stderr and, at or above the `logLevel` setting, to the client's output panel."""
+        log.log(level, message)
+        if level < self.settings.logging_level:
+            return
+        kind = (lsp.MessageType.Error if level >= logging.ERROR else lsp.MessageType.Warning
+                if level >= logging.WARNING else lsp.MessageType.Info if level >= logging.INFO
+                else lsp.MessageType.Log)
+        self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+
+    # --- projects ------------------------------------------------------------------------
+    def add_project(self, config_file: Path) -> Project | None:
+        """Start tracking a config file; returns the new project, None if it was known already."""
+        project = Project(config_file)
+        if project.key in self.projects:
+            return None
+        self.projects[project.key] = project
+        project.load()
+        self.publish_config(project)
+        if self.watcher is not None:
+            self.watcher.watch_root(str(project.root))
+        self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
+                               f"{', '.join(project.targets) or '(none)'}")
+        return project
+
+    def projects_containing(self, path: str) -> list[Project]:
+        return [p for p in self.projects.values() if p.contains(path)]
+
+    def find_targets(self, name: str) -> list[tuple[Project, str]]:
+        return [(p, name) for p in self.projects.values() if name in p.targets]
+
+    # --- diagnostics -----------------------------------------------------------------------
+    def line_text(self, path: str, line: int) -> str | None:
+        """A line of a file as the editor has it (open buffer), else as on disk."""
+        document = self.workspace.text_documents.get(uri_of(path))
+        try:
+            lines = document.lines if document is not None else Path(path).read_text(
+                encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return None
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+    def publish(self, paths: set[str]) -> None:
+        for path in sorted(paths):
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
+
+    def _entries(self, project: Project, owner: str, findings) -> list[Entry]:
+        features = DiagnosticFeatures.of(self.client_capabilities)
+        entries = []
+        for finding in findings:
+            if finding.location is not None:
+                finding.location.file = norm(finding.location.file)
+            diagnostic = to_diagnostic(finding, self.line_text, features,
+                                       data={"config": project.key, "target": owner})
+            if diagnostic is not None:
+                entries.append(Entry(diagnostic, finding, (project.key, owner)))
+        return entries
+
+    def publish_target(self, project: Project, target: str) -> None:
+        """Publish the target's findings; files whose findings went away get an empty list.
+
+        The model's own file is published every time, even when clean, so a client always sees
+        that an export finished (and benchmarks have something to time).
+        """
+        state = project.targets.get(target)
+        findings = state.result.findings if state and state.result else []
+        changed = self.diagnostics.replace((project.key, target), self._entries(project, target, findings))
+        if state is not None and (definition := state.model_definition()) is not None:
+            changed.add(definition.file)
+        self.publish(changed)
+
+    def clear_target(self, project: Project, target: str) -> None:
+        self.publish(self.diagnostics.replace((project.key, target), []))
+
+    def publish_config(self, project: Project) -> None:
+        changed = self.diagnostics.replace((project.key, CONFIG_OWNER),
+                                           self._entries(project, CONFIG_OWNER, project.workspace.findings))
+        changed.add(str(project.config_file))
+        self.publish(changed)
+
+    def refresh_code_lens(self) -> None:
+        workspace = self.client_capabilities.workspace
+        if workspace and workspace.code_lens and workspace.code_lens.refresh_support:
+            # Fire and forget; a client that fails the request just keeps its old lenses.
+            self.workspace_code_lens_refresh(None).add_done_callback(
+                lambda future: future.cancelled() or future.exception())
+
+    # --- disk ------------------------------------------------------------------------------
+    def signature_changed(self, path: str) -> bool:
+        """True if the file differs from when we last acted on it (and remember it now)."""
+        try:
+            stat = os.stat(path)
+            signature = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            signature = None
+        if path in self.signatures and self.signatures[path] == signature:
+            return False
+        self.signatures[path] = signature
+        return True
+
+
+def path_of(uri: str) -> str:
+    return norm(to_fs_path(uri) or uri)
+
+
+def create_server() -> OnnxlensServer:
+    server = OnnxlensServer()
+    for module in (lifecycle, documents, hover, code_lens, code_actions, commands, stats):
+        module.register(server)
+    return server
+
+
+def serve() -> None:
+    """`onnxlens serve`: the language server on stdio."""
+    logging.basicConfig(level=logging.INFO, format="onnxlens %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("pygls").setLevel(logging.WARNING)  # it logs every message at INFO
+    create_server().start_io()

@@ -1,0 +1,312 @@
+"""The server's client of one export worker process (exporter/zygote.py). asyncio; no torch.
+
+`Worker` starts `python -m onnxlens.exporter.zygote` with the user's interpreter and
+environment, sends it jobs as msgpack frames and routes its replies to the waiting jobs. The
+zygote supervises the children (deadlines, crashes); this side cancels jobs, notices a zygote
+that died (every job in flight then fails with WorkerDied) or stopped answering, and stops it.
+Restarting is the caller's decision (server/exports.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import itertools
+import json
+import logging
+import os
+import signal
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from onnxlens.exporter.protocol import (
+    THREAD_VARIABLES,
+    USER_ENV_VARIABLE,
+    Message,
+    ProtocolError,
+    hello_problem,
+    read_frame_async,
+    write_frame_async,
+)
+from onnxlens.exporter.types import TargetSpec
+
+log = logging.getLogger("onnxlens.worker")
+
+EventSink = Callable[[dict[str, Any]], None]
+
+STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
+STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
+CANCEL_GRACE = 10.0  # seconds to wait for the zygote to confirm a cancelled child is gone
+# A job's result is overdue (the zygote itself stopped answering) this long after the job's
+# own timeout, which the zygote enforces on the child.
+UNRESPONSIVE_GRACE = 30.0
+
+
+class WorkerUnavailable(Exception):
+    """The worker could not start (or refused to talk). `permanent`: retrying will not help."""
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class WorkerDied(Exception):
+    """The zygote ended while the job was in flight."""
+
+
+class WorkerUnresponsive(Exception):
+    """The zygote stopped answering for a job well past the job's own time limit."""
+
+
+@dataclass
+class _Job:
+    on_event: EventSink
+    result: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    exited: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    started: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    pid: int | None = None
+
+
+def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The user's environment, with the zygote's thread discipline and a safe sys.path."""
+    env = dict(os.environ if base is None else base)
+    env[USER_ENV_VARIABLE] = json.dumps({name: env.get(name) for name in THREAD_VARIABLES})
+    for name in THREAD_VARIABLES:
+        env[name] = "1"
+    # The workspace root (our cwd) must not shadow the libraries the zygote imports; children
+    # add the root to sys.path themselves. (PYTHONSAFEPATH is Python 3.11's -P.)
+    env["PYTHONSAFEPATH"] = "1"
+    return env
+
+
+class Worker:
+    """One zygote process and the jobs in flight on it."""
+
+    def __init__(self, python: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+        self.python = python
+        self.cwd = cwd
+        self.env = worker_environment(env)
+        self.process: asyncio.subprocess.Process | None = None
+        self.versions: dict[str, str | None] = {}
+        self.warm_up_seconds: float | None = None
+        self._jobs: dict[int, _Job] = {}
+        self._ids = itertools.count(1)
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
+        self._hello: asyncio.Future | None = None
+        self._ready: asyncio.Future | None = None
+        self._tasks: list[asyncio.Task] = []
+        self._end: str | None = None  # why the zygote is gone, once it is
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self._end is None
+
+    def child_pids(self) -> list[int]:
+        return [job.pid for job in self._jobs.values() if job.pid is not None]
+
+    async def start(self) -> None:
+        """Spawn the zygote (returns at once; `wait_ready` waits for its warm-up)."""
+        loop = asyncio.get_running_loop()
+        self._hello = loop.create_future()
+        self._ready = loop.create_future()
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                self.python, "-m", "onnxlens.exporter.zygote",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=self.env,
+            )
+        except OSError as error:
+            self._end = f"could not run {self.python}: {error}"
+            self._fail_start(WorkerUnavailable(f"the export worker {self._end}", permanent=True))
+            return
+        self._tasks = [asyncio.create_task(self._read_replies()),
+                       asyncio.create_task(self._read_stderr())]
+
+    async def wait_ready(self) -> None:
+        """Wait until the zygote is warm. Raises WorkerUnavailable if it will never be."""
+        assert self._ready is not None, "start() first"
+        await asyncio.shield(self._ready)
+
+    async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1) -> dict[str, Any]:
+        """Run one job; returns the zygote's `result` message. Cancelling kills the child."""
+        if not self.alive:
+            raise WorkerDied(self._end or "the export worker is not running")
+        job_id = next(self._ids)
+        job = _Job(on_event=on_event)
+        self._jobs[job_id] = job
+        try:
+            await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
+                              "options": {"threads": threads}})
+            await job.started
+            try:
+                return await asyncio.wait_for(asyncio.shield(job.result),
+                                              spec.timeout + UNRESPONSIVE_GRACE)
+            except asyncio.TimeoutError:
+                raise WorkerUnresponsive(
+                    f"the export worker did not answer within {spec.timeout + UNRESPONSIVE_GRACE:g} s"
+                ) from None
+        except asyncio.CancelledError:
+            await self._cancel(job_id, job)
+            raise
+        finally:
+            if job.exited.done() or not self.alive:
+                self._jobs.pop(job_id, None)
+
+    async def _cancel(self, job_id: int, job: _Job) -> None:
+        """Ask the zygote to kill the job's child and wait until it has been reaped."""
+        if not self.alive or job.exited.done():
+            return
+        with contextlib.suppress(Exception):
+            await self._send({"type": "cancel", "id": job_id})
+        try:
+            await asyncio.wait_for(asyncio.shield(job.exited), CANCEL_GRACE)
+        except (asyncio.TimeoutError, WorkerDied):
+            if job.pid is not None:  # the zygote did not manage: do it ourselves
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(job.pid, signal.SIGKILL)
+
+    async def _send(self, message: Message) -> None:
+        assert self.process is not None and self.process.stdin is not None
+        try:
+            write_frame_async(self.process.stdin, message)
+            await self.process.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as error:
+            raise WorkerDied(self._end or f"the export worker's pipe closed: {error}") from None
+
+    async def stop(self) -> None:
+        """Shut the zygote down (it kills its children first); SIGKILL if it does not exit."""
+        process = self.process
+        if process is None:
+            return
+        if process.returncode is None:
+            with contextlib.suppress(Exception):
+                await self._send({"type": "shutdown"})
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                await asyncio.wait_for(process.wait(), STOP_GRACE)
+            except asyncio.TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+                for pid in self.child_pids():  # their PDEATHSIG fires anyway; be explicit
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(pid, signal.SIGKILL)
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(task, STOP_GRACE)
+
+    async def kill(self) -> None:
+        """Kill the zygote at once (it stopped answering); its children die with it."""
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        await self.stop()
+
+    # ---- replies -------------------------------------------------------------------------
+
+    async def _read_replies(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        problem = None
+        try:
+            while (message := await read_frame_async(self.process.stdout)) is not None:
+                self._dispatch(message)
+        except ProtocolError as error:
+            problem = f"the export worker sent an invalid frame: {error}"
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+        status = await self.process.wait()
+        await asyncio.sleep(0)  # let the stderr reader catch up: its last lines explain deaths
+        self._end = problem or self._describe_exit(status)
+        log.info("export worker %s ended: %s", self.process.pid, self._end)
+        self._fail_start(WorkerUnavailable(
+            f"the export worker {self._end}{self._stderr_excerpt()}", permanent=False))
+        for job in self._jobs.values():
+            for future in (job.started, job.result):
+                if not future.done():
+                    future.set_exception(WorkerDied(f"the export worker {self._end}"))
+            if not job.exited.done():
+                job.exited.set_result(None)
+        self._jobs.clear()
+
+    def _dispatch(self, message: Message) -> None:
+        kind = message.get("type")
+        job = self._jobs.get(message.get("id"))  # type: ignore[arg-type]
+        if kind == "hello":
+            problem = hello_problem(message)
+            if problem:
+                self._fail_start(WorkerUnavailable(problem, permanent=True))
+                self.process.kill()  # type: ignore[union-attr]
+            elif not self._hello.done():  # type: ignore[union-attr]
+                self._hello.set_result(message)  # type: ignore[union-attr]
+        elif kind == "ready":
+            self.versions = message.get("versions") or {}
+            self.warm_up_seconds = message.get("seconds")
+            if not self._ready.done():  # type: ignore[union-attr]
+                self._ready.set_result(None)  # type: ignore[union-attr]
+        elif kind == "fatal":
+            self._fail_start(WorkerUnavailable(str(message.get("message")), permanent=True))
+        elif job is None:
+            return  # a late frame of a job nobody waits for any more
+        elif kind == "started":
+            job.pid = message.get("pid")
+            if not job.started.done():
+                job.started.set_result(job.pid)
+        elif kind == "event":
+            self._deliver(job, message.get("event"))
+        elif kind == "log":
+            self._deliver(job, {"type": "log", "text": message.get("text", "")})
+        elif kind == "result":
+            if not job.result.done():
+                job.result.set_result(message)
+        elif kind == "exited":
+            if not job.exited.done():
+                job.exited.set_result(message.get("status"))
+            if job.result.done():
+                self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _deliver(job: _Job, event: Any) -> None:
+        try:
+            job.on_event(event)
+        except Exception:  # a faulty listener must not stop the replies of every job
+            log.exception("export event listener failed")
+
+    def _fail_start(self, error: WorkerUnavailable) -> None:
+        for future in (self._hello, self._ready):
+            if future is not None and not future.done():
+                future.set_exception(error)
+                future.exception()  # retrieved: nobody may be waiting yet
+
+    async def _read_stderr(self) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        pending = ""
+        while chunk := await self.process.stderr.read(1 << 16):
+            *lines, pending = (pending + chunk.decode("utf-8", "replace")).split("\n")
+            pending = pending[-4096:]
+            for line in lines:
+                self._stderr.append(line[:4096])
+                log.debug("worker: %s", line)
+        if pending:
+            self._stderr.append(pending)
+
+    def _stderr_excerpt(self) -> str:
+        lines = [line for line in self._stderr if line.strip()]
+        return (": " + " | ".join(lines[-5:])) if lines else ""
+
+    @staticmethod
+    def _describe_exit(status: int | None) -> str:
+        if status is None:
+            return "ended"
+        if status < 0:
+            try:
+                name = signal.Signals(-status).name
+            except ValueError:
+                name = f"signal {-status}"
+            return f"was killed by {name}"
+        return f"exited with status {status}"

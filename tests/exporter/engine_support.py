@@ -1,0 +1,54 @@
+"""Helpers shared by the engine's tests: one warm Pipeline per test session, spec builders.
+
+Sharing the Pipeline is honest: it is built to serve many jobs in one process (the zygote
+keeps one across all jobs), and reusing it is exactly what the tests of in-process reuse check.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+from onnxlens.exporter.pipeline import Pipeline
+from onnxlens.exporter.types import TargetSpec
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+
+_pipeline: Pipeline | None = None
+
+
+def shared_pipeline() -> Pipeline:
+    global _pipeline
+    if _pipeline is None:
+        _pipeline = Pipeline()
+    return _pipeline
+
+
+def copy_examples(destination: Path) -> Path:
+    target = destination / "examples"
+    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
+    return target
+
+
+def spec_for(root: Path, name: str, model: str, inputs: str, **options) -> TargetSpec:
+    out = root / ".onnxlens"
+    return TargetSpec(name=name, root=str(root), model=model, inputs=inputs,
+                      output=str(out / f"{name}.onnx"), report=str(out / f"{name}.md"),
+                      verify=options.pop("verify", False), **options)
+
+
+def write(root: Path, relative: str, text: str) -> Path:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based number of the first line containing `needle` (tests never hard-code lines)."""
+    for number, text in enumerate(path.read_text().splitlines(), start=1):
+        if needle in text:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
