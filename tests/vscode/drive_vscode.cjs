@@ -53,13 +53,14 @@ async function observe(page) {
         [...editor.querySelectorAll(".view-lines .view-line")].map((line) => [line.style.top, line.textContent]),
       );
       for (const squiggle of editor.querySelectorAll(".squiggly-error, .squiggly-warning")) {
-        squiggles.push({ kind: squiggle.className, lineText: lines.get(squiggle.parentElement.style.top) ?? null });
+        const lineText = lines.get(squiggle.parentElement.style.top);
+        squiggles.push({ kind: squiggle.className, lineText: lineText ? lineText.replace(/\u00a0/g, " ") : null });
       }
     }
     const tabs = [...document.querySelectorAll(".tabs-container .tab")].map((tab) => tab.getAttribute("aria-label") ?? tab.textContent);
     const statusItems = [...document.querySelectorAll(".statusbar-item")].map((item) => ({
       id: item.id,
-      text: item.textContent.trim(),
+      text: item.textContent.replace(/\u00a0/g, " ").trim(),
       label: item.getAttribute("aria-label"),
     }));
     return { problems: problems?.getAttribute("aria-label") ?? null, rows, squiggles, tabs, statusItems };
@@ -85,6 +86,49 @@ async function waitForErrors(page, min, max, timeoutMs) {
     [min, max],
     { timeout: timeoutMs, polling: 250 },
   );
+}
+
+/** Waits until the status bar item whose id contains `idPart` has text matching `pattern`. */
+async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
+  await page.waitForFunction(
+    ([part, source]) =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (item) => item.id.includes(part) && new RegExp(source).test(item.textContent.replace(/\u00a0/g, " ").trim()),
+      ),
+    [idPart, pattern],
+    { timeout: timeoutMs, polling: 250 },
+  );
+}
+
+/**
+ * Clicks the middle of an element with the mouse, as a person does. (Playwright's own click
+ * waits for the element to be "stable", which the action widget's rows never are.)
+ */
+async function clickAt(page, locator) {
+  await locator.waitFor({ state: "visible", timeout: 10_000 });
+  const box = await locator.boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+}
+
+/** The text of the webview (the markdown preview is one) that contains `needle`, once it renders. */
+async function webviewText(page, needle, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let texts = [];
+  while (Date.now() < deadline) {
+    texts = [];
+    for (const frame of page.frames()) {
+      if (frame === page.mainFrame()) {
+        continue;
+      }
+      const text = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+      if (text.includes(needle)) {
+        return text;
+      }
+      texts.push(text.slice(0, 200));
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no webview shows ${JSON.stringify(needle)}; frames: ${JSON.stringify(texts)}`);
 }
 
 async function screenshot(page, name) {
@@ -155,23 +199,24 @@ async function main() {
     });
 
     await step("codeAction", withPage, async () => {
-      // Click the problem: the editor puts the cursor on it. Then Ctrl+. lists its code actions.
-      await withPage.locator(".markers-panel .monaco-list-row", { hasText: config.codeAction.problemText }).first().click();
+      // Double-click the problem: the editor selects its range and takes the focus. Then Ctrl+.
+      // lists the code actions there.
+      await withPage.locator(".markers-panel .monaco-list-row", { hasText: config.codeAction.problemText }).first().dblclick();
       await withPage.waitForTimeout(500);
       await withPage.keyboard.press("Control+.");
       await withPage.waitForSelector(".action-widget .monaco-list-row", { state: "visible", timeout: 15_000 });
       const actions = await withPage.$$eval(".action-widget .monaco-list-row", (rows) => rows.map((row) => row.textContent.trim()));
-      await withPage.locator(".action-widget .monaco-list-row", { hasText: config.codeAction.title }).first().click();
+      await clickAt(withPage, withPage.locator(".action-widget .monaco-list-row", { hasText: config.codeAction.title }).first());
       await withPage
-        .locator(".tabs-container .tab", { hasText: config.codeAction.expectTab })
+        .locator(".tabs-container .tab", { hasText: new RegExp(config.codeAction.expectTab) })
         .first()
         .waitFor({ timeout: 30_000 });
-      await withPage.waitForTimeout(1500); // let the preview render for the screenshot
-      return { actions };
+      return { actions, previewText: await webviewText(withPage, config.codeAction.previewText, 15_000) };
     });
 
     await step("fix", withPage, async () => {
       // Back to the model, select the broken lines, type the fix, save.
+      await withPage.keyboard.press("Escape");
       await withPage.locator(".tabs-container .tab", { hasText: path.basename(config.file) }).first().click();
       await withPage.locator(".editor-instance .monaco-editor .view-lines").first().click();
       await withPage.keyboard.press("Control+g");
@@ -185,7 +230,9 @@ async function main() {
       await withPage.keyboard.type(config.fix.text);
       await withPage.keyboard.press("Control+s");
       const started = Date.now();
-      await waitForErrors(withPage, 0, 0, config.clearTimeoutMs);
+      // The re-export has finished (the status entry says ok) and the problems are gone.
+      await waitForStatusItem(withPage, config.fix.statusId, config.fix.statusOk, config.clearTimeoutMs);
+      await waitForErrors(withPage, 0, 0, 5_000);
       await withPage.waitForTimeout(500);
       return { secondsUntilClear: (Date.now() - started) / 1000 };
     });

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -78,8 +79,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "file": "models/spectral.py",
                 "minErrors": 2,
                 "problemsTimeoutMs": 90_000,
-                "codeAction": {"problemText": "eigvals", "title": "Open export report", "expectTab": "spectral"},
-                "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX},
+                "codeAction": {"problemText": f"[Ln {eigvals_line}, Col", "title": "Open export report", "expectTab": "Preview.*spectral",
+                               "previewText": "export report"},
+                "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
+                        "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
             },
             tmp_path,
@@ -91,7 +94,8 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     # Problems: both findings, each on its own line, in the Problems panel and as squiggles.
     problems = steps["problems"]["observed"]
     rows = onnxlens_rows(problems)
-    assert any("eigvals" in r and f"[Ln {eigvals_line}, Col" in r for r in rows), f"rows: {problems['rows']}\n{why}"
+    # The exporter names the aten/prims ops: linalg_eig for torch.linalg.eigvals, zeta for torch.special.zeta.
+    assert any("linalg_eig" in r and f"[Ln {eigvals_line}, Col" in r for r in rows), f"rows: {problems['rows']}\n{why}"
     assert any("zeta" in r and f"[Ln {zeta_line}, Col" in r for r in rows), f"rows: {problems['rows']}\n{why}"
     assert any("unsupported-op" in r for r in rows), rows
     files = [row["text"] for row in problems["rows"] if "problems in file" in (row["label"] or "")]
@@ -111,6 +115,8 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     action = steps["codeAction"]
     assert "Open export report" in " ".join(action.get("actions", [])), f"code actions: {action.get('actions')}\n{why}"
     assert any("Preview" in tab and "spectral" in tab for tab in action["observed"]["tabs"]), f"tabs: {action['observed']['tabs']}\n{why}"
+    # ... and the preview shows the report of this export, with the finding in it.
+    assert "spectral" in action["previewText"] and "linalg_eig" in action["previewText"], action["previewText"][:2000]
 
     # The fix, typed and saved in the editor, clears the problems.
     assert FIX in spectral.read_text().splitlines(), spectral.read_text()
@@ -118,3 +124,5 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert not steps["fix"].get("failed"), f"problems did not clear: {fixed['rows']}\n{why}"
     assert onnxlens_rows(fixed) == [], fixed["rows"]
     assert fixed["squiggles"] == [], fixed["squiggles"]
+    status = [item["text"] for item in fixed["statusItems"] if "onnxlens" in item["id"]]
+    assert status and re.fullmatch(r"ONNX: spectral [\d.]+ s · \d+ nodes", status[0]), status

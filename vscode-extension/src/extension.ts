@@ -24,7 +24,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     vscode.commands.registerCommand(Commands.restartServer, () => server.restart("requested by the user")),
     vscode.commands.registerCommand(Commands.exportAllTargets, () => server.exportAll()),
-    vscode.commands.registerCommand(Commands.openLastReport, () => reports.openLast(status.lastFinishedTarget())),
+    vscode.commands.registerCommand(Commands.openLastReport, () =>
+      reports.openLast(status.lastFinishedTarget(), (target) => server.openReport(target)),),
     vscode.commands.registerCommand(Commands.revealOnnxFile, () => reports.revealOnnxFile()),
     vscode.commands.registerCommand(Commands.showOutput, () => logger.show()),
     vscode.workspace.onDidChangeConfiguration((event) => {

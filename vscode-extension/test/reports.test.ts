@@ -34,3 +34,15 @@ test("a report the server shows opens in the markdown preview beside the code", 
   await reports.openLast(undefined);
   assert.deepEqual(stub.executedCommands[1], { command: "markdown.showPreviewToSide", args: [uri] });
 });
+
+test("Open Last Report asks the server first when a target has finished", async () => {
+  stub.reset();
+  const reports = new Reports();
+  const asked: string[] = [];
+  await reports.openLast("spectral", async (target) => {
+    asked.push(target);
+    return true; // the server showed it (via window/showDocument)
+  });
+  assert.deepEqual(asked, ["spectral"]);
+  assert.deepEqual(stub.executedCommands, []);
+});

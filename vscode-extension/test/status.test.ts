@@ -46,7 +46,7 @@ test("ok shows time and node count of the last export", () => {
   assert.equal(rendering.text, "$(check) ONNX: mlp 0.21 s · 42 nodes");
   assert.equal(rendering.busy, false);
   assert.match(rendering.tooltip as string, /mlp: ok \(0.21 s, 42 nodes\)/);
-  assert.equal(text([...started, { kind: "begin", token: "a", title: "onnxlens", message: "mlp" }, { kind: "end", token: "a", message: "mlp: exported in 1.5 s" }]), "$(check) ONNX: mlp 1.5 s");
+  assert.equal(text([...started, { kind: "begin", token: "a", title: "onnxlens", message: "mlp" }, { kind: "end", token: "a", message: "mlp: exported in 1.50 s" }]), "$(check) ONNX: mlp 1.50 s");
 });
 
 test("failed shows the problem count, and wins over targets that are ok", () => {
@@ -98,7 +98,8 @@ test("failures without a count, and crashes, still read as failed", () => {
   assert.deepEqual(parseOutcome("big: crashed (signal 9)"), { phase: "failed", problems: undefined, summary: "crashed (signal 9)" });
   assert.equal(parseOutcome("big: export failed").phase, "failed");
   assert.equal(parseOutcome("big: timed out after 120 s").phase, "failed");
-  assert.deepEqual(parseOutcome("x: exported in 2 s, 7 nodes"), { phase: "ok", seconds: 2, nodes: 7, summary: "exported in 2 s, 7 nodes" });
+  assert.deepEqual(parseOutcome("x: exported in 2 s, 7 nodes"), { phase: "ok", seconds: "2", nodes: 7, summary: "exported in 2 s, 7 nodes" });
+  assert.deepEqual(parseOutcome("x: exported in 0.06 s (cached)"), { phase: "ok", seconds: "0.06", nodes: undefined, summary: "exported in 0.06 s (cached)" });
 });
 
 test("a stopped or unusable server says so", () => {
@@ -132,4 +133,27 @@ test("the view shows the rendering, opens the last report on click, and hides wi
   assert.equal(view.lastFinishedTarget(), "mlp");
   view.apply({ kind: "server", phase: "idle" });
   assert.equal(item.visible, false);
+});
+
+test("a cancelled export (a newer save replaced it) shows what was there before, or the newer export", () => {
+  const failed: StatusEvent[] = [
+    ...started,
+    { kind: "begin", token: "a", title: "onnxlens", message: "spectral" },
+    { kind: "end", token: "a", message: "spectral: 2 problems" },
+    { kind: "begin", token: "b", title: "onnxlens", message: "spectral" },
+    { kind: "report", token: "b", message: "capture" },
+  ];
+  assert.equal(text([...failed, { kind: "end", token: "b", message: "spectral: cancelled" }]), "$(error) ONNX: 2 problems (spectral)");
+  const replaced: StatusEvent[] = [
+    ...failed,
+    { kind: "begin", token: "c", title: "onnxlens", message: "spectral" },
+    { kind: "end", token: "b", message: "spectral: cancelled" },
+  ];
+  assert.equal(text(replaced), "$(sync~spin) ONNX: spectral");
+  assert.equal(text([...replaced, { kind: "end", token: "c", message: "spectral: exported in 0.40 s" }]), "$(check) ONNX: spectral 0.40 s");
+  // A first export that is cancelled leaves nothing behind.
+  assert.deepEqual(
+    run([...started, { kind: "begin", token: "a", title: "onnxlens", message: "mlp" }, { kind: "end", token: "a", message: "mlp: cancelled" }]).targets,
+    {},
+  );
 });

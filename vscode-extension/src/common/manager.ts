@@ -51,6 +51,20 @@ export class ServerManager implements vscode.Disposable {
     await this.client.sendRequest(ExecuteCommandRequest.type, { command: ServerCommands.exportAll, arguments: [] });
   }
 
+  /** Asks the server to show `target`'s report; false if it cannot (not running, no report yet). */
+  async openReport(target: string): Promise<boolean> {
+    if (!this.client || !this.running) {
+      return false;
+    }
+    try {
+      const result = await this.client.sendRequest(ExecuteCommandRequest.type, { command: ServerCommands.openReport, arguments: [target] });
+      return Boolean((result as { shown?: boolean } | null)?.shown);
+    } catch (error) {
+      this.logger.debug(`${ServerCommands.openReport} ${target}: ${error}`);
+      return false;
+    }
+  }
+
   async dispose(): Promise<void> {
     await this.stop();
     this.traceChannel.dispose();
@@ -104,6 +118,7 @@ export class ServerManager implements vscode.Disposable {
         hooks: {
           onStatusEvent: (event) => this.status.apply(event),
           showDocument: (uri) => this.reports.showDocument(uri),
+          serverSettings: () => toServerSettings(getSettings(folder?.uri)),
         },
       });
       this.client = client;

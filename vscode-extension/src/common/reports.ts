@@ -31,7 +31,15 @@ export class Reports {
     return true;
   }
 
-  async openLast(lastTarget: string | undefined): Promise<void> {
+  /**
+   * "Open Last Report": the running server knows the current report of the target that finished
+   * last (it answers with window/showDocument, which lands in `showDocument`); without a server,
+   * the report seen last, else the newest report file in the workspace.
+   */
+  async openLast(lastTarget: string | undefined, askServer?: (target: string) => Promise<boolean>): Promise<void> {
+    if (lastTarget && askServer && (await askServer(lastTarget))) {
+      return;
+    }
     const uri = this.last ?? (await this.findReport(lastTarget));
     if (!uri) {
       void vscode.window.showInformationMessage("ONNX Lens has not written an export report in this workspace yet.");

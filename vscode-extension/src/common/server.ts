@@ -6,6 +6,7 @@
 import * as vscode from "vscode";
 import {
   CancellationToken,
+  DidChangeConfigurationNotification,
   Executable,
   LanguageClient,
   LanguageClientOptions,
@@ -38,6 +39,8 @@ export interface ServerHooks {
   onStatusEvent(event: StatusEvent): void;
   /** window/showDocument: return true when handled (reports), false to let the client do it. */
   showDocument(uri: vscode.Uri): Promise<boolean>;
+  /** The settings as the server should see them now (read at each configuration change). */
+  serverSettings(): ServerSettings;
 }
 
 export interface ServerStartOptions {
@@ -51,6 +54,7 @@ export interface ServerStartOptions {
 
 export async function startServer(options: ServerStartOptions): Promise<LanguageClient> {
   const { logger, hooks } = options;
+  let client: LanguageClient | undefined = undefined;
   const clientOptions: LanguageClientOptions = {
     documentSelector: DOCUMENT_SELECTOR,
     outputChannel: logger.channel,
@@ -60,6 +64,14 @@ export async function startServer(options: ServerStartOptions): Promise<Language
     // didChangeConfiguration carries the whole `onnxlens` section whenever it changes.
     synchronize: { configurationSection: CONFIG_SECTION },
     middleware: {
+      workspace: {
+        // The client would send the raw section (interpreter and trace included, `verify`
+        // defaulted); the server gets the same keys as in initializationOptions instead.
+        didChangeConfiguration: async () => {
+          const settings = { [CONFIG_SECTION]: hooks.serverSettings() };
+          await client?.sendNotification(DidChangeConfigurationNotification.type, { settings });
+        },
+      },
       handleWorkDoneProgress: (token, params, next) => {
         hooks.onStatusEvent(progressToStatusEvent(token, params));
         next(token, params);
@@ -76,7 +88,7 @@ export async function startServer(options: ServerStartOptions): Promise<Language
     },
   };
   const executable = serverExecutable(options.python, options.cwd);
-  const client = new LanguageClient(SERVER_ID, EXTENSION_NAME, { run: executable, debug: executable }, clientOptions);
+  client = new LanguageClient(SERVER_ID, EXTENSION_NAME, { run: executable, debug: executable }, clientOptions);
   logger.info(`starting server: ${options.python} -m ${SERVER_MODULE} (cwd ${options.cwd ?? "(none)"})`);
   await client.start();
   logger.info(`server started (${client.initializeResult?.serverInfo?.name ?? "onnxlens"} ${client.initializeResult?.serverInfo?.version ?? ""})`.trimEnd());

@@ -1,10 +1,11 @@
 /**
  * The `onnxlens.*` settings: reading them, and what of them the server gets.
  *
- * The server receives the same keys as `initializationOptions` when it starts, and the whole
- * `onnxlens` section in workspace/didChangeConfiguration when they change (the client's
- * `synchronize.configurationSection`), so a change applies without a restart. Only the
- * interpreter needs a restart: it is the process the server runs in.
+ * The server receives them as `initializationOptions` when it starts, and again in
+ * workspace/didChangeConfiguration whenever the `onnxlens` section changes (the client's
+ * `synchronize.configurationSection`), so a change applies without a restart. It gets only the
+ * keys it knows (`toServerSettings`): the interpreter and trace settings are the client's own.
+ * Only the interpreter needs a restart: it is the process the server runs in.
  */
 import * as vscode from "vscode";
 import { CONFIG_SECTION } from "./constants";
@@ -13,7 +14,7 @@ import { LogLevel, parseLogLevel } from "./logging";
 export interface Settings {
   interpreter: string; // "" = not set
   exportOnSave: boolean;
-  verify: boolean;
+  verify: boolean | null; // null: as the project's config says
   jobs: number;
   debounceMs: number;
   logLevel: LogLevel;
@@ -22,9 +23,9 @@ export interface Settings {
 export const DEFAULTS: Settings = {
   interpreter: "",
   exportOnSave: true,
-  verify: true,
+  verify: null,
   jobs: 1,
-  debounceMs: 300,
+  debounceMs: 200,
   logLevel: "info",
 };
 
@@ -33,8 +34,8 @@ export interface ConfigReader {
   get<T>(key: string): T | undefined;
 }
 
-function positiveInt(value: unknown, fallback: number, min: number): number {
-  return typeof value === "number" && Number.isFinite(value) ? Math.max(min, Math.floor(value)) : fallback;
+function clampedInt(value: unknown, fallback: number, min: number, max: number): number {
+  return typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, Math.floor(value))) : fallback;
 }
 
 function bool(value: unknown, fallback: boolean): boolean {
@@ -47,9 +48,9 @@ export function readSettings(config: ConfigReader): Settings {
   return {
     interpreter: typeof interpreter === "string" ? interpreter.trim() : "",
     exportOnSave: bool(config.get("exportOnSave"), DEFAULTS.exportOnSave),
-    verify: bool(config.get("verify"), DEFAULTS.verify),
-    jobs: positiveInt(config.get("jobs"), DEFAULTS.jobs, 1),
-    debounceMs: positiveInt(config.get("debounceMs"), DEFAULTS.debounceMs, 0),
+    verify: typeof config.get("verify") === "boolean" ? (config.get("verify") as boolean) : null,
+    jobs: clampedInt(config.get("jobs"), DEFAULTS.jobs, 1, 64), // the server's bounds
+    debounceMs: clampedInt(config.get("debounceMs"), DEFAULTS.debounceMs, 0, 10_000),
     logLevel: parseLogLevel(config.get("logLevel")),
   };
 }
@@ -57,7 +58,7 @@ export function readSettings(config: ConfigReader): Settings {
 /** The server's view of the settings (initializationOptions): everything but the interpreter. */
 export interface ServerSettings {
   exportOnSave: boolean;
-  verify: boolean;
+  verify: boolean | null;
   jobs: number;
   debounceMs: number;
   logLevel: LogLevel;

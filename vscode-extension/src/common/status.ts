@@ -12,8 +12,8 @@ import * as vscode from "vscode";
 export type ServerPhase = "idle" | "starting" | "running" | "stopped" | "not-ready";
 
 export type TargetState =
-  | { phase: "exporting"; stage?: string }
-  | { phase: "ok"; seconds?: number; nodes?: number; summary: string }
+  | { phase: "exporting"; stage?: string; previous?: TargetState } // previous: shown again if cancelled
+  | { phase: "ok"; seconds?: string; nodes?: number; summary: string }
   | { phase: "failed"; problems?: number; summary: string };
 
 export interface StatusState {
@@ -60,11 +60,11 @@ export function parseOutcome(message: string): TargetState {
   if (failed) {
     return { phase: "failed", problems: problems ? Number(problems[1]) : undefined, summary };
   }
-  const seconds = /([\d.]+)\s*s\b/.exec(message);
+  const seconds = /(\d+(?:\.\d+)?)\s*s\b/.exec(message);
   const nodes = /(\d+)\s+(?:onnx\s+)?nodes?/i.exec(message);
   return {
     phase: "ok",
-    seconds: seconds ? Number(seconds[1]) : undefined,
+    seconds: seconds ? seconds[1] : undefined, // as the server wrote it ("0.20", not 0.2)
     nodes: nodes ? Number(nodes[1]) : undefined,
     summary,
   };
@@ -86,6 +86,17 @@ function withTarget(state: StatusState, name: string, target: TargetState): Stat
   };
 }
 
+function withoutTarget(state: StatusState, name: string): StatusState {
+  const targets = { ...state.targets };
+  delete targets[name];
+  return { ...state, targets, order: state.order.filter((n) => n !== name) };
+}
+
+/** The last finished state of a target (an exporting one remembers it). */
+function settled(target: TargetState | undefined): TargetState | undefined {
+  return target?.phase === "exporting" ? target.previous : target;
+}
+
 function withoutToken(state: StatusState, token: string): StatusState {
   const tokens = { ...state.tokens };
   delete tokens[token];
@@ -105,20 +116,36 @@ export function nextStatus(state: StatusState, event: StatusEvent): StatusState 
       if (!target || isWarmUp(target) || isWarmUp(event.title)) {
         return { ...state, warmingUp: true, tokens: { ...state.tokens, [event.token]: "" } };
       }
-      return withTarget({ ...state, tokens: { ...state.tokens, [event.token]: target } }, target, { phase: "exporting" });
+      return withTarget({ ...state, tokens: { ...state.tokens, [event.token]: target } }, target, {
+        phase: "exporting",
+        previous: settled(state.targets[target]),
+      });
     }
     case "report": {
       const target = state.tokens[event.token];
       if (!target) {
         return state; // warm-up progress, or a token we never saw begin
       }
-      return withTarget(state, target, { phase: "exporting", stage: event.message?.trim() || undefined });
+      const current = state.targets[target];
+      return withTarget(state, target, {
+        phase: "exporting",
+        stage: event.message?.trim() || undefined,
+        previous: current?.phase === "exporting" ? current.previous : current,
+      });
     }
     case "end": {
       const target = state.tokens[event.token] || targetOfOutcome(event.message);
       const rest = { ...withoutToken(state, event.token), warmingUp: false };
       if (!target) {
         return rest;
+      }
+      if (/\bcancel+ed\b/i.test(event.message ?? "")) {
+        // A newer save replaced this export: its own progress (if begun) goes on; else as before.
+        const current = rest.targets[target];
+        if (Object.values(rest.tokens).includes(target) || current?.phase !== "exporting") {
+          return rest;
+        }
+        return current.previous ? withTarget(rest, target, current.previous) : withoutTarget(rest, target);
       }
       return withTarget(rest, target, parseOutcome(event.message ?? `${target}: done`));
     }
