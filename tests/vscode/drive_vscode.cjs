@@ -63,7 +63,13 @@ async function observe(page) {
       text: item.textContent.replace(/\u00a0/g, " ").trim(),
       label: item.getAttribute("aria-label"),
     }));
-    return { problems: problems?.getAttribute("aria-label") ?? null, rows, squiggles, tabs, statusItems };
+    const notifications = [...document.querySelectorAll(".notification-toast, .notifications-center .notification-list-item")].map(
+      (toast) => ({
+        message: toast.querySelector(".notification-list-item-message")?.textContent ?? "",
+        buttons: [...toast.querySelectorAll(".monaco-button")].map((button) => button.textContent.trim()),
+      }),
+    );
+    return { problems: problems?.getAttribute("aria-label") ?? null, rows, squiggles, tabs, statusItems, notifications };
   });
 }
 
@@ -173,15 +179,31 @@ async function main() {
   });
   let withPage;
   let withoutPage;
+  let missingPage;
   try {
     await step("open", null, async () => {
-      [withPage, withoutPage] = await Promise.all([openWorkbench(browser, config.with.url), openWorkbench(browser, config.without.url)]);
-      await Promise.all([openFile(withPage, config.file), openFile(withoutPage, config.file)]);
+      [withPage, withoutPage, missingPage] = await Promise.all([
+        openWorkbench(browser, config.with.url),
+        openWorkbench(browser, config.without.url),
+        openWorkbench(browser, config.missing.url),
+      ]);
+      await Promise.all([openFile(withPage, config.file), openFile(withoutPage, config.file), openFile(missingPage, config.file)]);
       return {};
     });
-    if (!withPage || !withoutPage) {
+    if (!withPage || !withoutPage || !missingPage) {
       return;
     }
+
+    // The extension with an interpreter that lacks onnxlens: a notification with the install
+    // action, which runs that interpreter's pip (here a venv without pip: it fails, visibly).
+    await step("missing", missingPage, async () => {
+      const toast = missingPage.locator(".notification-toast", { hasText: config.missing.message }).first();
+      await toast.waitFor({ timeout: 30_000 });
+      const before = await observe(missingPage);
+      await clickAt(missingPage, toast.locator(".monaco-button", { hasText: config.missing.action }).first());
+      await missingPage.locator(".notification-toast", { hasText: config.missing.afterAction }).first().waitFor({ timeout: 30_000 });
+      return { before };
+    });
 
     await step("problems", withPage, async () => {
       const started = Date.now();

@@ -17,6 +17,7 @@ import contextlib
 import json
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,10 @@ def explain(result: dict, servers: list[CodeServer]) -> str:
 def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     with_ws = copy_examples(tmp_path / "with" / "examples")
     without_ws = copy_examples(tmp_path / "without" / "examples")
+    missing_ws = copy_examples(tmp_path / "missing" / "examples")
+    empty_venv = tmp_path / "empty-venv"  # a Python without onnxlens, torch or even pip
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(empty_venv)], check=True)
+    empty_python = empty_venv / "bin" / "python"
     spectral = with_ws / "models" / "spectral.py"
     eigvals_line = line_of(spectral, "= torch.linalg.eigvals(")
     zeta_line = line_of(with_ws / "models" / "features.py", "return torch.special.zeta(")
@@ -71,11 +76,15 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     with contextlib.ExitStack() as stack:
         with_ext = stack.enter_context(CodeServer(tmp_path / "with", settings, extensions=(vsix,), path_prefix=(PYTHON.parent,)))
         without_ext = stack.enter_context(CodeServer(tmp_path / "without", settings, path_prefix=(PYTHON.parent,)))
+        missing_ext = stack.enter_context(CodeServer(
+            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python)}, extensions=(vsix,)))
         result = drive(
             {
                 "artifacts": str(ARTIFACTS),
                 "with": {"url": with_ext.url(with_ws)},
                 "without": {"url": without_ext.url(without_ws)},
+                "missing": {"url": missing_ext.url(missing_ws), "message": "needs onnxlens and torch",
+                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code"},
                 "file": "models/spectral.py",
                 "minErrors": 2,
                 "problemsTimeoutMs": 90_000,
@@ -110,6 +119,18 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert control["squiggles"] == [], control["squiggles"]
     assert control["problems"] in ("No Problems", "Errors: 0", None) or "Errors: 0" in control["problems"], control["problems"]
     assert not [item for item in control["statusItems"] if "onnxlens" in item["id"]]
+
+    # An interpreter without onnxlens: the user is told, with a one-click install that runs
+    # that interpreter's pip (which fails here: the venv has no pip, and says so).
+    missing = steps["missing"]
+    assert not missing.get("failed"), f"{missing['observed']['notifications']}\n{why}"
+    toast = next(n for n in missing["before"]["notifications"] if "needs onnxlens and torch" in n["message"])
+    assert str(empty_python) in toast["message"] or str(empty_venv) in toast["message"], toast
+    assert "Install onnxlens into this interpreter" in toast["buttons"], toast
+    status = [item["text"] for item in missing["before"]["statusItems"] if "onnxlens" in item["id"]]
+    assert status == ["ONNX Lens: not ready"], missing["before"]["statusItems"]
+    assert any("pip install exited with code 1" in n["message"] for n in missing["observed"]["notifications"]), missing["observed"]["notifications"]
+    assert onnxlens_rows(missing["observed"]) == []
 
     # The code action opens the markdown report in a preview tab.
     action = steps["codeAction"]
