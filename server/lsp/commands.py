@@ -26,6 +26,10 @@ SHOW_EXPORTED_PROGRAM = "onnxlens.showExportedProgram"
 RESTART_WORKER = "onnxlens.restartWorker"
 
 
+# pygls inspects command handlers' type hints at call time to convert arguments; the server's
+# type is only importable for type checkers (import cycle), so `ls` stays unannotated here.
+
+
 def register(server: OnnxlensServer) -> None:
     server.command(EXPORT)(export)
     server.command(EXPORT_ALL)(export_all)
@@ -62,7 +66,7 @@ def _targets(ls: OnnxlensServer, command: str, name: str) -> list[tuple[Project,
     return found
 
 
-def export(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+def export(ls, *args: Any) -> dict[str, Any]:
     name = _one_string(EXPORT, args, "a target name", optional=True)
     if name is None:
         return export_all(ls)
@@ -72,7 +76,7 @@ def export(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
     return {"scheduled": [target for _, target in found]}
 
 
-def export_all(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+def export_all(ls, *args: Any) -> dict[str, Any]:
     scheduled = []
     for project in ls.projects.values():
         for target in project.targets:
@@ -100,7 +104,7 @@ def _inside_output_dir(ls: OnnxlensServer, path: str) -> bool:
     return False
 
 
-async def open_report(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def open_report(ls, *args: Any) -> dict[str, Any]:
     value = _one_string(OPEN_REPORT, args, "a report path or a target name")
     found = ls.find_targets(value)
     if found:
@@ -118,7 +122,7 @@ async def open_report(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
     return await _show(ls, path)
 
 
-async def show_exported_program(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def show_exported_program(ls, *args: Any) -> dict[str, Any]:
     name = _one_string(SHOW_EXPORTED_PROGRAM, args, "a target name")
     project, target = _targets(ls, SHOW_EXPORTED_PROGRAM, name)[0]
     result = project.targets[target].result
@@ -129,7 +133,7 @@ async def show_exported_program(ls: OnnxlensServer, *args: Any) -> dict[str, Any
     return await _show(ls, norm(program))
 
 
-async def restart_worker(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def restart_worker(ls, *args: Any) -> dict[str, Any]:
     """Stop every job and the worker, start a fresh one (with the current `jobs` setting)."""
     from .lifecycle import start_service
 

@@ -71,6 +71,6 @@ def render(target: str, info: LineInfo, *, stale: bool) -> str:
     if info.modules:
         shown = info.modules[:8]
         more = f" … (+{len(info.modules) - 8})" if len(info.modules) > 8 else ""
-        lines.append("" if not info.outputs else "")
+        lines.append("")
         lines.append("**modules:** " + ", ".join(f"`{m}`" for m in shown) + more)
     return "\n".join(lines).strip()

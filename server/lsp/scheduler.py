@@ -59,13 +59,18 @@ def summary(result: ExportResult) -> str:
 
 
 def describe_event(event: Any) -> str | None:
-    """A progress message for a worker event ({"stage": "capture", ...}); None if it has nothing to say."""
+    """A progress message for a worker event; None for events with nothing to show (user output).
+
+    Pipeline events: {"event": "stage", "stage": "capture", "state": "begin"|"end", ...};
+    the service's own: {"type": "cached", ...}.
+    """
     if not isinstance(event, dict):
         return None
-    stage, message = event.get("stage"), event.get("message")
-    if stage and message:
-        return f"{stage}: {message}"
-    return stage or message
+    if event.get("event") == "stage":
+        return event.get("stage") if event.get("state", "begin") == "begin" else None
+    if event.get("type") == "cached":
+        return "cached"
+    return None
 
 
 class ExportScheduler:

@@ -4,6 +4,7 @@ copy of examples/ with real exports."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import shutil
 import sys
@@ -89,6 +90,12 @@ async def start_session(client: LanguageClient, workspace: Path, editor: str,
     ))
 
 
+def cleared(client: LanguageClient, path: Path) -> bool:
+    """True once an empty diagnostics list was published for the file (it had some, or was checked)."""
+    published = client.diagnostics.get(path.as_uri())
+    return published is not None and len(published) == 0
+
+
 def open_file(client: LanguageClient, path: Path) -> None:
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
@@ -141,14 +148,14 @@ def action_commands(actions: list[Any] | None) -> dict[str, tuple[str, list[Any]
     found = {}
     for action in actions or []:
         command = action.command
-        if isinstance(command, lsp.Command):
-            found[action.title] = (command.command, list(command.arguments or []))
-        elif isinstance(command, dict):
+        if isinstance(command, str) and command.startswith("{"):  # the quirk: the nested object's text
+            command = ast.literal_eval(command)
+        if isinstance(command, dict):
             found[action.title] = (command["command"], list(command.get("arguments") or []))
-        elif isinstance(command, str) and isinstance(action, lsp.Command):
+        elif isinstance(command, str):  # a plain Command
             found[action.title] = (command, list(action.arguments or []))
-        elif hasattr(command, "command"):
-            found[action.title] = (command.command, list(getattr(command, "arguments", None) or []))
+        else:  # a CodeAction read back as such
+            found[action.title] = (command.command, list(command.arguments or []))
     return found
 
 
