@@ -81,6 +81,15 @@ async function showProblemsPanel(page) {
   await page.waitForTimeout(300); // the tree renders its rows after the panel opens
 }
 
+/** Runs a command from the Command Palette (F1), as a person would. */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
+  await page.keyboard.type(title);
+  await clickAt(page, page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first());
+  await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+}
+
 /** Waits until the problems counter shows between `min` and `max` errors. */
 async function waitForErrors(page, min, max, timeoutMs) {
   await page.waitForFunction(
@@ -257,6 +266,26 @@ async function main() {
       await waitForErrors(withPage, 0, 0, 5_000);
       await withPage.waitForTimeout(500);
       return { secondsUntilClear: (Date.now() - started) / 1000 };
+    });
+
+    await step("commands", withPage, async () => {
+      // Our commands from the Command Palette: export everything, then show our output channel,
+      // where the server logs each export with its reason.
+      await runCommand(withPage, "ONNX Lens: Export All Targets");
+      await runCommand(withPage, "ONNX Lens: Show Output");
+      const started = Date.now();
+      await withPage.waitForFunction(
+        (patterns) => {
+          const text = document.querySelector(".output-view .view-lines")?.textContent.replace(/\u00a0/g, " ") ?? "";
+          return patterns.every((pattern) => new RegExp(pattern).test(text));
+        },
+        config.commands.outputPatterns,
+        { timeout: config.commands.timeoutMs, polling: 250 },
+      );
+      const output = await withPage.$eval(".output-view .view-lines", (lines) =>
+        [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
+      );
+      return { secondsUntilExported: (Date.now() - started) / 1000, output };
     });
   } finally {
     await browser.close();

@@ -93,6 +93,9 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
+                # Export All: every target is exported again, by command (the server logs the reason).
+                "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
+                             "timeoutMs": 60_000},
             },
             tmp_path,
         )
@@ -147,3 +150,11 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert fixed["squiggles"] == [], fixed["squiggles"]
     status = [item["text"] for item in fixed["statusItems"] if "onnxlens" in item["id"]]
     assert status and re.fullmatch(r"ONNX: spectral [\d.]+ s · \d+ nodes", status[0]), status
+
+    # Export All Targets and Show Output from the Command Palette: every target exported again
+    # (the fixed spectral too), logged in the "ONNX Lens" output channel.
+    commands = steps["commands"]
+    assert not commands.get("failed"), f"{commands['observed']}\n{why}"
+    output = "\n".join(commands["output"])
+    for target in ("mlp", "encoder", "spectral"):
+        assert re.search(rf"{target}: exported in [\d.]+ s.*\[command\]", output), output
