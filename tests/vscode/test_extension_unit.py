@@ -24,4 +24,5 @@ def test_vsix_holds_the_bundle_and_nothing_else(vsix):
     assert "extension/dist/extension.js" in names
     assert "extension/package.json" in names
     assert "extension/images/icon.png" in names
+    assert "extension/images/screenshot.png" in names  # the README shows it in the extension view
     assert not [n for n in names if "node_modules" in n or "/src/" in n or "/test/" in n], sorted(names)

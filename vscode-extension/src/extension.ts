@@ -56,7 +56,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     context.subscriptions.push(pythonListener);
   }
 
-  await server.restart("extension activated");
+  // Not awaited: activation should not wait for the interpreter check and the server's start.
+  void server.restart("extension activated");
 }
 
 export async function deactivate(): Promise<void> {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import * as path from "node:path";
 import { beforeEach, test } from "node:test";
-import { DEFAULTS, getSettings, readSettings, toServerSettings } from "../src/common/settings";
+import { DEFAULTS, getSettings, needsRestart, readSettings, toServerSettings } from "../src/common/settings";
 import manifest from "../package.json";
 import { stub } from "./vscode-stub";
 
@@ -80,4 +80,11 @@ test("the server accepts what the extension sends, without a single complaint", 
   assert.deepEqual(defaults, { problems: [], verify: null, jobs: 1, debounce_ms: 200 });
   const changed = check({ onnxlens: toServerSettings({ ...DEFAULTS, verify: false, jobs: 3, debounceMs: 0, logLevel: "debug" }) }); // didChangeConfiguration
   assert.deepEqual(changed, { problems: [], verify: false, jobs: 3, debounce_ms: 0 });
+});
+
+test("only an interpreter change restarts the server; the rest is pushed to the running one", () => {
+  const change = (...keys: string[]) => ({ affectsConfiguration: (section: string) => keys.some((k) => k === section || k.startsWith(`${section}.`)) });
+  assert.equal(needsRestart(change("onnxlens.interpreter") as never), true);
+  assert.equal(needsRestart(change("onnxlens.verify") as never), false);
+  assert.equal(needsRestart(change("onnxlens.jobs", "editor.fontSize") as never), false);
 });

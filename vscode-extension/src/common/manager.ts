@@ -123,9 +123,17 @@ export class ServerManager implements vscode.Disposable {
       });
       this.client = client;
       this.status.apply({ kind: "server", phase: "running" });
+      // The client restarts a crashed server by itself (a few times): follow it.
       client.onDidChangeState((event) => {
-        if (event.newState === State.Stopped && this.client === client) {
+        if (this.client !== client) {
+          return;
+        }
+        if (event.newState === State.Stopped) {
           this.status.apply({ kind: "server", phase: "stopped", detail: "The server stopped: see the ONNX Lens output." });
+        } else if (event.newState === State.Starting) {
+          this.status.apply({ kind: "server", phase: "starting" });
+        } else {
+          this.status.apply({ kind: "server", phase: "running" });
         }
       });
     } catch (error) {
