@@ -1,14 +1,24 @@
 """The markdown export report, written for every export, success or failure.
 
-STUB (interface only): the report helper implements it.
+One stable path per target (spec.report), replaced atomically, so an editor tab showing it
+never sees half a file. Our findings come first (code, severity, file:line, message, the source
+lines around it, the call chain), then torch's own report sections (exported program,
+analysis, decomposition comparison) built with torch.onnx's report helpers, then the
+verification. Each section copes with missing inputs: an import failure has no program.
 """
 
 from __future__ import annotations
 
+import datetime
+import linecache
+import os
+import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.exporter.types import STAGES, ExportResult, Finding, TargetSpec
+
+EXCERPT_CONTEXT = 2  # source lines shown before and after a finding's line
 
 
 @dataclass
@@ -23,10 +33,236 @@ class ReportInputs:
     model: Any = None  # the nn.Module
 
 
-def write_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) -> str:
+def write_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs | None = None) -> str:
     """Write the report to spec.report (atomically) and return its path.
 
     Our findings first (each with file:line, code and source excerpt), then the torch report
     sections (exported program, analysis, decomposition comparison, verification).
     """
-    raise NotImplementedError
+    text = render_report(spec, result, inputs or ReportInputs())
+    path = os.path.abspath(spec.report)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        # errors="replace": a message may carry surrogate-escaped bytes of a non-UTF-8 path.
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) -> str:
+    from onnxlens.exporter import report_torch
+
+    decomposed = inputs.decomposed_program
+    if decomposed is None and inputs.onnx_program is not None:
+        decomposed = getattr(inputs.onnx_program, "exported_program", None)
+    program = decomposed if decomposed is not None else inputs.exported_program
+
+    parts = [_header(spec, result)]
+    parts.append(_section("Stages", lambda: _stages(result)))
+    parts.append(_section(f"Findings ({len(result.findings)})", lambda: _findings(spec, result)))
+    parts.append(_section("Verification", lambda: _verification(result.verification),
+                          missing="Not run (verification is off, or the export stopped before it)."))
+    parts.append(_section("Error", lambda: report_torch.traceback_section(inputs.error),
+                          missing=None))
+    parts.append(_section("Exported program", lambda: report_torch.exported_program_section(
+        program, decomposed=decomposed is not None, dump_path=result.exported_program),
+        missing="Not available: the export stopped before torch.export captured a program."))
+    parts.append(_section("Analysis", lambda: report_torch.analysis_section(program, inputs.registry),
+                          missing="Not available: no exported program."))
+    parts.append(_section("Decomposition comparison", lambda: report_torch.decomposition_section(
+        inputs.exported_program, decomposed),
+        missing="Not available: needs both the captured and the decomposed program."))
+    parts.append(_section("ONNX model", lambda: report_torch.onnx_model_section(inputs.onnx_program),
+                          missing="Not available: no ONNX model was built."))
+    return "\n".join(p for p in parts if p)
+
+
+def _section(title: str, build: Callable[[], str | None], missing: str | None = "None.") -> str | None:
+    """`## title` and the body; a body that fails to build says so instead of failing the report."""
+    try:
+        body = build()
+    except Exception as error:  # noqa: BLE001 - one broken section must not lose the others
+        body = f"_This section could not be built: {type(error).__name__}: {error}_\n"
+    if body is None:
+        if missing is None:
+            return None
+        body = f"{missing}\n"
+    return f"## {title}\n\n{body}"
+
+
+# --- our sections ---------------------------------------------------------------------------
+
+
+def _header(spec: TargetSpec, result: ExportResult) -> str:
+    errors = sum(1 for f in result.findings if f.severity == "error")
+    warnings = sum(1 for f in result.findings if f.severity == "warning")
+    counts = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [
+        f"# onnxlens export report: `{spec.name}` — {result.status}",
+        "",
+        f"- Status: **{result.status}** ({counts})",
+        f"- Written: {now}",
+        _total_time(result),
+        f"- Model: `{spec.model}`, inputs: `{spec.inputs}`"
+        + (f", dynamic shapes: `{spec.dynamic_shapes}`" if spec.dynamic_shapes else ""),
+        f"- ONNX file: `{_display_path(result.onnx, spec.root)}`" if result.onnx
+        else "- ONNX file: none written by this export",
+    ]
+    if result.exported_program:
+        lines.append(f"- Exported program dump: `{_display_path(result.exported_program, spec.root)}`")
+    if result.node_count is not None:
+        lines.append(f"- ONNX nodes: {result.node_count}")
+    return "\n".join(lines) + "\n"
+
+
+def _total_time(result: ExportResult) -> str:
+    if result.seconds:
+        return f"- Total time: {result.seconds:.2f} s" + (" (cached result)" if result.cached else "")
+    # The pipeline writes the report before it stamps the job's total: sum what ran.
+    return f"- Time: {sum(result.stages.values()):.2f} s in the stages that ran"
+
+
+def _stages(result: ExportResult) -> str:
+    failed = {f.stage for f in result.findings if f.severity == "error"}
+    warned = {f.stage for f in result.findings if f.severity == "warning"}
+    rows = ["| stage | status | seconds |", "|---|---|---|"]
+    stopped = False
+    for stage in STAGES:
+        seconds = result.stages.get(stage)
+        if stage in failed:
+            status, stopped = "failed", True
+        elif stopped or seconds is None:
+            status = "not run"
+        elif stage in warned:
+            status = "warning"
+        else:
+            status = "ok"
+        rows.append(f"| {stage} | {status} | {'' if seconds is None else f'{seconds:.3f}'} |")
+    for stage, seconds in result.stages.items():  # stages the pipeline adds beyond the contract
+        if stage not in STAGES:
+            rows.append(f"| {stage} | | {seconds:.3f} |")
+    return "\n".join(rows) + "\n"
+
+
+def _findings(spec: TargetSpec, result: ExportResult) -> str:
+    if not result.findings:
+        return "None: no problems found.\n"
+    order = {"error": 0, "warning": 1}
+    findings = sorted(result.findings, key=lambda f: order.get(f.severity, 2))
+    return "\n".join(_finding(i, f, spec.root) for i, f in enumerate(findings, 1))
+
+
+def _finding(index: int, finding: Finding, root: str) -> str:
+    loc = finding.location
+    where = f"{_display_path(loc.file, root)}:{loc.line}:{loc.column}" if loc else "(no source location)"
+    lines = [f"### {index}. {finding.severity}[{finding.code}] `{where}`", "",
+             _quote(finding.message), ""]
+    if finding.docs_url:
+        lines += [f"Docs: {finding.docs_url}", ""]
+    if loc:
+        excerpt = _excerpt(loc.file, loc.line, loc.column, loc.end_line, loc.end_column,
+                           fallback=finding.source_line)
+        if excerpt:
+            lines += [excerpt, ""]
+    if finding.related:
+        lines.append("Related:")
+        lines += [f"- `{_display_path(r.file, root)}:{r.line}` {r.message}" for r in finding.related]
+        lines.append("")
+    for fix in finding.fixes:
+        lines.append(f"Suggested fix: {fix.title} (`{_display_path(fix.file, root)}:{fix.line}`)")
+    return "\n".join(lines)
+
+
+def _quote(message: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in message.splitlines() or [""])
+
+
+def _excerpt(file: str, line: int, column: int, end_line: int | None, end_column: int | None,
+             fallback: str | None) -> str | None:
+    """A few numbered lines around `line`, the line marked `>` and the columns underlined."""
+    linecache.checkcache(file)  # a long-lived process must not show an edited file's old text
+    source = linecache.getlines(file)
+    if not source or line > len(source):
+        if not fallback:
+            return None
+        last = line
+        numbered = [(line, fallback)]
+    else:
+        first, last = max(1, line - EXCERPT_CONTEXT), min(len(source), line + EXCERPT_CONTEXT)
+        numbered = [(n, source[n - 1].rstrip("\n")) for n in range(first, last + 1)]
+    width = len(str(last))
+    out = []
+    for number, text in numbered:
+        marker = ">" if number == line else " "
+        out.append(f"{marker} {number:>{width}} | {text.expandtabs(4)}")
+        if number == line and column and (end_line in (None, line)) and end_column and end_column > column:
+            out.append(f"  {' ' * width} | {' ' * (column - 1)}{'^' * (end_column - column)}")
+    body = "\n".join(out)
+    fence = "````" if "```" in body else "```"
+    return f"{fence}python\n{body}\n{fence}"
+
+
+def _verification(summary: dict[str, Any] | None) -> str | None:
+    if not summary:
+        return None
+    passed = summary.get("passed")
+    lines = [
+        f"- Result: **{'passed' if passed else 'FAILED'}** "
+        f"(onnxruntime vs torch on the example inputs; "
+        f"rtol={summary.get('rtol', '?')}, atol={summary.get('atol', '?')})",
+        f"- Max abs diff: {_number(summary.get('max_abs_diff'))}, "
+        f"max rel diff: {_number(summary.get('max_rel_diff'))}",
+    ]
+    if "error" in summary:
+        lines.append(f"- Error: {summary['error']}")
+    if "note" in summary:
+        lines.append(f"- Note: {summary['note']}")
+    if "localisation_error" in summary:
+        lines.append(f"- The first diverging value could not be searched: {summary['localisation_error']}")
+    first = summary.get("first_mismatch")
+    if first:
+        module = f" in module `{first['module']}`" if first.get("module") else ""
+        onnx_op = f" -> ONNX `{first['onnx_op']}`" if first.get("onnx_op") else ""
+        lines.append(
+            f"- First value past tolerance: FX node `{first.get('node')}` (`{first.get('target')}`)"
+            f"{onnx_op}{module}: max abs diff {_number(first.get('max_abs_diff'))}, "
+            f"max rel diff {_number(first.get('max_rel_diff'))} "
+            f"({summary.get('intermediates_compared', '?')} intermediate values compared)")
+    if "seconds" in summary:
+        localisation = summary.get("localisation_seconds")
+        lines.append(f"- Time: {summary['seconds']:.3f} s" + (
+            f" (of which {localisation:.3f} s finding the first diverging value with one "
+            f"onnxruntime session)" if localisation is not None else ""))
+    outputs = summary.get("outputs") or []
+    if outputs:
+        lines += ["", "| output | dtype | shape | max abs diff | max rel diff | result |",
+                  "|---|---|---|---|---|---|"]
+        for o in outputs:
+            result = ("ok" if o.get("passed") else "differs") if o.get("compared") else "not compared"
+            if o.get("note"):
+                result += f" ({o['note']})"
+            lines.append(f"| `{o.get('name')}` | {o.get('dtype', '')} | {o.get('shape', '')} | "
+                         f"{_number(o.get('max_abs_diff'))} | {_number(o.get('max_rel_diff'))} | {result} |")
+    return "\n".join(lines) + "\n"
+
+
+def _number(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, (int, float)) else "n/a"
+
+
+def _display_path(path: str | None, root: str) -> str:
+    if not path:
+        return ""
+    try:
+        rel = os.path.relpath(path, root)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel

@@ -202,6 +202,10 @@ class _Loader:
         self.lines: list[str] = []
         self.is_pyproject = self.path.name == "pyproject.toml"
         self.prefix: tuple[str, ...] = ("tool", "onnxlens") if self.is_pyproject else ()
+        self.tables: list[TableSite] = []
+        self.main_site = TableSite(path=(), is_array=False, header=None)  # [tool.onnxlens]
+        self.target_sites: list[TableSite] = []  # each [[tool.onnxlens.target]] header, in order
+        self.defaults: dict[str, Any] = {}  # the valid global settings
 
     # -- findings --------------------------------------------------------------------------
 
@@ -238,10 +242,9 @@ class _Loader:
         except tomllib.TOMLDecodeError as error:
             self.error(f"invalid TOML: {_strip_position(str(error))}", self._decode_error_span(str(error)))
             return
-        tables = scan_tables(text)
-        self.tables = tables
-        self.main_site = next((t for t in tables if t.path == self.prefix and not t.is_array), tables[0])
-        self.target_sites = [t for t in tables if t.path == (*self.prefix, "target")]
+        self.tables = scan_tables(text)
+        self.main_site = next((t for t in self.tables if t.path == self.prefix and not t.is_array), self.tables[0])
+        self.target_sites = [t for t in self.tables if t.path == (*self.prefix, "target")]
 
         table: Any = data
         for part in self.prefix:
@@ -272,7 +275,7 @@ class _Loader:
         # Not a `key = value` line: a sub-table header ([tool.onnxlens.KEY] or [[...KEY]])
         # after the table's own header.
         start = site.header.line if site.header else 0
-        for table in getattr(self, "tables", ()):
+        for table in self.tables:
             if table.header and table.header.line > start and table.path[:len(site.path) + 1] == (*site.path, key):
                 return table.header
         return site.header
@@ -290,9 +293,8 @@ class _Loader:
             if key in extra_known:
                 continue
             if key not in checks:
-                hint = difflib.get_close_matches(key, known, n=1)
-                suggestion = f"; did you mean `{hint[0]}`?" if hint else f" (known keys: {', '.join(sorted(known))})"
-                self.error(f"unknown key `{key}` in {where}{suggestion}", self._key_span(site, key))
+                self.error(f"unknown key `{key}` in {where}{self._unknown_key_hint(key, known)}",
+                           self._key_span(site, key))
                 continue
             problem = checks[key](key, value)
             if problem:
@@ -300,6 +302,14 @@ class _Loader:
                 continue
             good[key] = value
         return good
+
+    def _unknown_key_hint(self, key: str, known: tuple[str, ...]) -> str:
+        if key == "tool" and not self.is_pyproject:
+            return "; in onnxlens.toml the settings are at the top level, without [tool.onnxlens]"
+        if key == "output-dir" and "output-dir" not in known:
+            return "; `output-dir` is a global setting: move it above the first target"
+        hint = difflib.get_close_matches(key, known, n=1)
+        return f"; did you mean `{hint[0]}`?" if hint else f" (known keys: {', '.join(sorted(known))})"
 
     def load_global(self, table: dict[str, Any]) -> None:
         where = "[tool.onnxlens]" if self.is_pyproject else "onnxlens.toml"

@@ -374,3 +374,21 @@ def test_a_source_file_path_finds_the_config_above_it(tmp_path):
     path = write_workspace(tmp_path, VALID_TARGET)
     assert find_config(tmp_path / "models" / "net.py") == path
     assert find_config(path) == path
+
+
+def test_settings_in_the_wrong_place_are_explained(tmp_path):
+    path = write_workspace(tmp_path, '''
+        [tool.onnxlens]
+        verify = false
+
+        [[target]]
+        model = "models/net.py:build"
+        inputs = "models/net.py:inputs"
+        output-dir = "out"
+    ''', name="onnxlens.toml")
+    workspace = load_workspace(path)
+    tool, output_dir = workspace.findings
+    assert tool.location.line == line_of(path, "[tool.onnxlens]")
+    assert "at the top level, without [tool.onnxlens]" in tool.message
+    assert_spans(output_dir, path, line_of(path, "output-dir"), "output-dir")
+    assert "`output-dir` is a global setting" in output_dir.message

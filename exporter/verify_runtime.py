@@ -1,0 +1,140 @@
+"""Run an ONNX model (onnx_ir) with onnxruntime on torch inputs, optionally with extra outputs.
+
+The inputs are matched to the ONNX graph inputs through the exported program's signature, not
+by zipping flattened arguments: a Python int or None argument is baked into the graph as a
+constant and has no ONNX input (the stock `ONNXProgram.__call__` zips and then feeds the wrong
+tensor to the wrong input).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch.export import graph_signature
+from torch.onnx._internal.exporter import _onnx_program  # to/from OrtValue incl. bfloat16
+
+# Above this, protobuf cannot hold the model in memory: go through a file with external data.
+_LARGE_MODEL_BYTES = 1_500_000_000
+
+
+class RuntimeProblem(Exception):
+    """A reason verification cannot run, phrased for the user."""
+
+
+def user_inputs(exported_program: Any, args: tuple, kwargs: dict) -> list[Any]:
+    """The flat user arguments that became ONNX graph inputs, in graph-input order."""
+    try:
+        flat, _ = exported_program._get_flat_args_with_check(args, kwargs)
+    except Exception as error:  # noqa: BLE001 - torch raises several types for a bad structure
+        raise RuntimeProblem(f"the example inputs do not match the exported program: {error}") from error
+    specs = [s for s in exported_program.graph_signature.input_specs
+             if s.kind == graph_signature.InputKind.USER_INPUT]
+    if len(specs) != len(flat):
+        return [a for a in flat if a is not None]
+    return [arg for spec, arg in zip(specs, flat)
+            if not isinstance(spec.arg, graph_signature.ConstantArgument) and arg is not None]
+
+
+def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
+    graph_inputs = list(model.graph.inputs)
+    if len(graph_inputs) != len(inputs):
+        raise RuntimeProblem(
+            f"the ONNX model has {len(graph_inputs)} inputs but the example inputs give "
+            f"{len(inputs)} tensors")
+    feeds = {}
+    for value, arg in zip(graph_inputs, inputs):
+        if isinstance(arg, torch.Tensor) and arg.is_complex():
+            arg = torch.view_as_real(arg.resolve_conj())
+        if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            arg = arg.node.hint
+        if isinstance(arg, (bool, int, float)):
+            # A symbolic scalar input: use the dtype the graph declares.
+            import onnxruntime as ort
+
+            dtype = value.dtype.numpy() if value.dtype is not None else None
+            feeds[value.name] = ort.OrtValue.ortvalue_from_numpy(np.array(arg, dtype=dtype))
+        elif isinstance(arg, torch.Tensor):
+            feeds[value.name] = _onnx_program._to_ort_value(arg)
+        else:
+            raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
+    return feeds
+
+
+class Sessions:
+    """onnxruntime CPU sessions for one model, optionally with extra graph outputs.
+
+    The model is serialised once; a session with extra outputs appends them to that proto
+    only, so the caller's model is never changed.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._proto = None
+        self._large = sum(v.const_value.nbytes for v in model.graph.initializers.values()
+                          if v.const_value is not None) >= _LARGE_MODEL_BYTES
+
+    def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
+        import onnx_ir as ir
+
+        if self._large:
+            return self._session_from_file(extra_outputs)
+        if self._proto is None:
+            self._proto = ir.serde.serialize_model(self.model)
+        outputs = self._proto.graph.output
+        count = len(outputs)
+        outputs.extend(ir.serde.serialize_value(v) for v in extra_outputs)
+        try:
+            data = self._proto.SerializeToString()
+        finally:
+            del outputs[count:]
+        return _new_session(data)
+
+    def _session_from_file(self, extra_outputs: Sequence[Any]) -> Any:
+        """Protobuf cannot hold the model in memory: save with external data, load the file."""
+        import onnx_ir as ir
+
+        graph_outputs = self.model.graph.outputs
+        original = list(graph_outputs)
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+            path = os.path.join(tmp, "model.onnx")
+            try:
+                graph_outputs.extend(extra_outputs)
+                ir.save(self.model, path, external_data="model.onnx.data")
+            finally:
+                graph_outputs.clear()
+                graph_outputs.extend(original)
+            return _new_session(path)
+
+
+def _new_session(source: str | bytes) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors only
+    # As many threads as torch may use in this process (the worker's children run with 1 unless
+    # raised), and no busy-waiting: on a shared machine (several jobs, other processes) a
+    # spinning pool sized to every core ran the encoder 2-3x slower than one thread.
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def run(session: Any, feeds: dict[str, Any], output_names: Sequence[str] | None = None) -> list[torch.Tensor]:
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.log_severity_level = 3
+    names = list(output_names) if output_names is not None else [o.name for o in session.get_outputs()]
+    values = session.run_with_ort_values(names, feeds, run_options=options)
+    return [_to_torch(v) for v in values]
+
+
+def _to_torch(value: Any) -> Any:
+    if not value.is_tensor():
+        return None  # a sequence or map output: nothing torch compares directly
+    return _onnx_program._from_ort_value(value)
