@@ -48,6 +48,7 @@ def slow_workspace(base: Path):
 def test_client_closing_stdin_ends_server_worker_and_child(tmp_path):
     ws = slow_workspace(tmp_path)
     server = RawServer(ws.root)
+    procs: set = set()
     try:
         server.initialize()
         server.open_and_save(ws.net)
@@ -61,7 +62,7 @@ def test_client_closing_stdin_ends_server_worker_and_child(tmp_path):
         left = wait_gone(procs, EXIT_WAIT)
         assert not left, f"still running {EXIT_WAIT:.0f} s after the client disconnected: {left}"
     finally:
-        kill_tree(tree(server.proc.pid))
+        kill_tree(procs | tree(server.proc.pid))  # the orphans too, if an assertion failed
         server.kill()
 
 
@@ -86,6 +87,7 @@ def test_editor_killed_ends_server_worker_and_child(tmp_path):
     script.write_text(EDITOR.format(kit_dir=str(Path(__file__).parent), root=str(ws.root),
                                     net=str(ws.net)))
     editor = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    procs: set = set()
     try:
         server_pid = int(editor.stdout.readline())
         child = wait_for_pid(ws.pidfile)
@@ -99,7 +101,7 @@ def test_editor_killed_ends_server_worker_and_child(tmp_path):
         assert not left, f"still running {EXIT_WAIT:.0f} s after the editor was killed: {left}"
     finally:
         editor.kill()
-        kill_tree(tree(server_pid) if "server_pid" in locals() else set())
+        kill_tree(procs | (tree(server_pid) if "server_pid" in locals() else set()))
 
 
 def test_client_gone_right_after_initialize(tmp_path):
@@ -107,6 +109,7 @@ def test_client_gone_right_after_initialize(tmp_path):
     background must not outlive it."""
     ws = make_fault_workspace(tmp_path)
     server = RawServer(ws.root)
+    procs: set = set()
     try:
         server.initialize()
         time.sleep(2)  # the server starts its worker in the background
@@ -115,5 +118,29 @@ def test_client_gone_right_after_initialize(tmp_path):
         left = wait_gone(procs, EXIT_WAIT)
         assert not left, f"still running {EXIT_WAIT:.0f} s after the client disconnected: {left}"
     finally:
-        kill_tree(tree(server.proc.pid))
+        kill_tree(procs | tree(server.proc.pid))  # the orphans too, if an assertion failed
+        server.kill()
+
+
+def test_server_killed_outright_takes_worker_and_child_with_it(tmp_path):
+    """Not a polite exit at all: the server is SIGKILLed mid-export (an editor killing its
+    process group does this). The worker notices its pipe closing and the child its parent
+    dying; nothing may keep running on its own."""
+    ws = slow_workspace(tmp_path)
+    server = RawServer(ws.root)
+    procs: set = set()
+    try:
+        server.initialize()
+        server.open_and_save(ws.net)
+        child = wait_for_pid(ws.pidfile)
+        procs = tree(server.proc.pid)
+        assert child in {pid for pid, _ in procs}, "the export child is not in the server's tree"
+
+        server.proc.kill()
+        server.proc.wait()
+
+        left = wait_gone(procs, EXIT_WAIT)
+        assert not left, f"still running {EXIT_WAIT:.0f} s after the server was killed: {left}"
+    finally:
+        kill_tree(procs)  # the orphans, if the assertion failed
         server.kill()
