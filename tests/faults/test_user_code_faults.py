@@ -71,13 +71,14 @@ ROWS = [
     Row("infinite-loop-in-forward", "timeout", forward=PID + "\nwhile True: pass  # FAULT"),
     # faulthandler names the line of a segfault, so the crash is expected there
     Row("segfault", "crash", factory=PID + "\nimport ctypes; ctypes.string_at(0)  # FAULT"),
-    Row("os-_exit", "crash", factory=PID + "\nos._exit(3)  # FAULT", at_line=False),
+    # the worker intercepts os._exit to dump the stack first, so that line is known too
+    Row("os-_exit", "crash", factory=PID + "\nos._exit(3)  # FAULT"),
     # SystemExit is an exception the child can catch: the engine reports it as `setup` at the
     # line (more precise than the issue's `crash`, which it may also be)
     Row("sys-exit", "crash", factory=PID + "\nsys.exit(3)  # FAULT", also="setup"),
     Row("sigkill-of-the-child", "crash", factory=PID + "\ntime.sleep(120)  # FAULT",
         at_line=False, kill_from_outside=True),
-    Row("memory-blow-up", "crash", at_line=False, message="memory", factory=PID + "\n" + (
+    Row("memory-blow-up", "crash", message="memory", factory=PID + "\n" + (
         "hog = []\n"
         "for _ in range(36):\n"
         "    hog.append(bytearray(50 * 2**20))  # FAULT\n"
