@@ -107,11 +107,17 @@ class Artifact:
 
 
 def leftover_temp_files(directory: Path) -> list[Path]:
-    """Half-written files an atomic save could leave behind."""
+    """Half-written files (or staging directories) an atomic save could leave behind."""
     if not directory.exists():
         return []
-    return [p for p in directory.rglob("*") if p.is_file() and (p.suffix in (".tmp", ".part")
-                                                                 or ".tmp" in p.name)]
+    return [p for p in directory.rglob("*")
+            if any(".tmp" in part or part.endswith(".part") for part in p.relative_to(directory).parts)]
+
+
+def onnx_files(onnx: Path) -> list[Artifact]:
+    """The .onnx and its external-data file (torch saves weights in `<name>.onnx.data`)."""
+    return [Artifact.of(path) for path in (onnx, onnx.with_name(onnx.name + ".data"))
+            if path.exists()]
 
 
 # --------------------------------------------------------------------------------------------

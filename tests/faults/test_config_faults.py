@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from faultkit import (
-    Artifact,
+    onnx_files,
     Session,
     config_line,
     leftover_temp_files,
@@ -78,7 +78,7 @@ async def next_save_works(session: Session, ws) -> None:
                          ids=[row[0] for row in CONFIG_ROWS])
 async def test_config_fault(session: Session, ws, row_id, breaks, needle, occurrence):
     good = ws.config.read_text()
-    onnx_before = Artifact.of(ws.onnx)
+    onnx_before = onnx_files(ws.onnx)
     bad = breaks(good)
     session.save(ws.config, bad)
 
@@ -89,7 +89,7 @@ async def test_config_fault(session: Session, ws, row_id, breaks, needle, occurr
     await session.ping(ws.config)
     # a bad config never costs the user the last good model (it may be rewritten with the same
     # bytes if the rest of the config is still usable, so compare bytes, not mtime)
-    assert ws.onnx.read_bytes() == onnx_before.data
+    assert all(a.path.read_bytes() == a.data for a in onnx_before)
 
     session.save(ws.config, good)
     await session.wait_for(lambda: not session.diagnostics(ws.config),
@@ -105,7 +105,7 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     failing = net_source(version, factory="raise ValueError('bad hidden size')  # FAULT")
     session.save(ws.net, failing)
     await session.wait_diagnostic(ws.net, "setup", marked_line(failing))
-    onnx_before = Artifact.of(ws.onnx)
+    onnx_before = onnx_files(ws.onnx)
 
     # changed on disk behind the editor's back: only the server's file watcher can see it
     moved = ws.net.with_name("net_moved.py")
@@ -119,7 +119,8 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     await session.wait_for(lambda: not session.diagnostics(ws.net),
                            f"the diagnostics of the {how} file cleared")
     await session.ping(ws.config)
-    onnx_before.assert_unchanged()
+    for artifact in onnx_before:
+        artifact.assert_unchanged()
     assert onnx_width(ws.onnx) > 0  # still a loadable model
     assert not leftover_temp_files(ws.out)
 

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from faultkit import (
-    Artifact,
+    onnx_files,
     Session,
     leftover_temp_files,
     make_fault_workspace,
@@ -68,14 +68,15 @@ async def wait_error_mentioning(session: Session, words: tuple[str, ...]):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_disk_full_during_save(session: Session, ws):
-    onnx_before = Artifact.of(ws.onnx)
+    onnx_before = onnx_files(ws.onnx)
     session.save(ws.net, net_source(ws.next_version(), width=BIG_INPUT))
 
     _, diagnostic = await wait_error_mentioning(
         session, ("No space left on device", "disk full", "ENOSPC"))
     assert "Traceback" not in diagnostic.message
     await session.ping(ws.net)
-    onnx_before.assert_unchanged()
+    for artifact in onnx_before:
+        artifact.assert_unchanged()
     assert not leftover_temp_files(ws.out), "a half-written file was left on the full disk"
 
     version = ws.next_version()
@@ -86,7 +87,7 @@ async def test_disk_full_during_save(session: Session, ws):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_output_dir_not_writable(session: Session, ws):
-    onnx_before = Artifact.of(ws.onnx)
+    onnx_before = onnx_files(ws.onnx)
     _mount("-o", "remount,ro", str(ws.out))
     try:
         session.save(ws.net, net_source(ws.next_version()))
@@ -94,7 +95,8 @@ async def test_output_dir_not_writable(session: Session, ws):
             session, ("Read-only file system", "not writable", "EROFS"))
         assert "Traceback" not in diagnostic.message
         await session.ping(ws.net)
-        onnx_before.assert_unchanged()
+        for artifact in onnx_before:
+            artifact.assert_unchanged()
     finally:
         _mount("-o", "remount,rw", str(ws.out))
 

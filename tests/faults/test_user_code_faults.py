@@ -17,13 +17,13 @@ import pytest_asyncio
 
 from faultkit import (
     HELPER_TEMPLATE,
-    Artifact,
     Session,
     alive,
     leftover_temp_files,
     make_fault_workspace,
     marked_line,
     net_source,
+    onnx_files,
     onnx_width,
     read_pid,
     sigkill,
@@ -120,7 +120,7 @@ async def recover(session: Session, ws, *, restore_helper: bool) -> None:
 @pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.id)
 async def test_user_code_fault(session: Session, ws, row: Row):
-    onnx_before = Artifact.of(ws.onnx)
+    onnx_before = onnx_files(ws.onnx)
     width_before = onnx_width(ws.onnx)
     reports_before = sorted(ws.out.rglob("*.md"))  # reports are rewritten per export, never lost
     ws.pidfile.unlink(missing_ok=True)
@@ -152,7 +152,8 @@ async def test_user_code_fault(session: Session, ws, row: Row):
     # the server keeps answering
     await session.ping(ws.net)
     # the last good .onnx is intact, byte for byte and untouched, and still loads
-    onnx_before.assert_unchanged()
+    for artifact in onnx_before:  # the .onnx and its weights file, byte for byte, untouched
+        artifact.assert_unchanged()
     assert onnx_width(ws.onnx) == width_before
     assert not leftover_temp_files(ws.out)
     for report in reports_before:
