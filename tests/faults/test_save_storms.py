@@ -14,9 +14,12 @@ import time
 import pytest
 import pytest_asyncio
 
+from lsprotocol import types
+
 from faultkit import (
     Session,
     alive,
+    leftover_temp_files,
     make_fault_workspace,
     net_source,
     read_pid,
@@ -95,6 +98,35 @@ async def test_save_during_an_export_cancels_it_and_no_stale_result_shows(sessio
     assert not session.diagnostics(ws.net)
     assert not alive(slow_pid), "the cancelled job's process is still running"
     assert jobs_run(ws).count(final) == 1
+
+
+BIG = ("        self.big = nn.Linear(4096, 8192)  # 134 MB of weights: saving them takes a while\n")
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_export_cancelled_in_the_middle_of_its_save_leaves_nothing_behind(session: Session, ws):
+    """A newer save kills the running job (SIGKILL): if that happens while the job writes the
+    .onnx, no staging file may stay in the output dir, and the .onnx and its weights file must
+    still belong together."""
+    big = net_source(ws.next_version()).replace(
+        "        self.lin = nn.Linear(IN, VERSION)\n",
+        "        self.lin = nn.Linear(IN, VERSION)\n" + BIG).replace(
+        "return activate(self.lin(x))", "return activate(self.lin(x)) + self.big.weight.sum()")
+    session.save(ws.net, big)
+    # the job is writing when its staging directory appears next to the .onnx
+    await session.wait_for(lambda: [p for p in ws.out.iterdir() if p.name.startswith(".net.onnx.")],
+                           "the big model's save to start", timeout=120)
+    await asyncio.wait_for(session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="onnxlens.export", arguments=["net"])), 30)  # re-export now: kills the saving job
+
+    final = ws.next_version()
+    session.save(ws.net, net_source(final, module=log_hook(ws)))
+    await session.wait_clean_export(ws.onnx, final, ws.net)
+    await asyncio.sleep(1)
+    assert not leftover_temp_files(ws.out), f"left behind: {leftover_temp_files(ws.out)}"
+    import onnx
+
+    onnx.checker.check_model(onnx.load(str(ws.onnx)))  # loads the weights file: they match
 
 
 @pytest.mark.asyncio(loop_scope="module")
