@@ -10,6 +10,7 @@ nothing, so the last good .onnx survives.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -33,9 +34,29 @@ def save_onnx(onnx_program: Any, destination: str) -> list[str]:
             stale = os.path.join(directory, f"{name}.data")
             if os.path.exists(stale):
                 os.remove(stale)
+        _remove_stale_staging(directory, name, keep=staging)
         return [os.path.join(directory, file) for file in written]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _remove_stale_staging(directory: str, name: str, keep: str) -> None:
+    """Remove what killed jobs left behind: a job cancelled by a newer save (SIGKILL) in the
+    middle of its save never reaches its `finally`, and its half-written staging directory or
+    temp file would stay in the output dir for good. One job per target runs at a time, so any
+    other `.<name>.*.tmp` is a leftover."""
+    prefix = f".{name}."
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(prefix) and entry.name.endswith(".tmp") and entry.path != keep:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.remove(entry.path)
 
 
 def write_text(destination: str, text: str) -> str:
@@ -48,6 +69,7 @@ def write_text(destination: str, text: str) -> str:
             handle.write(text)
         os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from the user's tools
         os.replace(temporary, destination)
+        _remove_stale_staging(directory, os.path.basename(destination), keep=temporary)
     except BaseException:
         if os.path.exists(temporary):
             os.remove(temporary)
