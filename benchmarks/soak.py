@@ -97,22 +97,6 @@ def make_workspace(root: Path) -> None:
         **{"output-dir": ".onnxlens", "verify": False, "timeout": 60}))
 
 
-async def stats(session: Session) -> dict:
-    result = await asyncio.wait_for(
-        session.client.protocol.send_request_async("onnxlens/stats", {}), 30)
-    return _plain(result)
-
-
-def _plain(value):
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 async def run(soak: Soak) -> tuple[bool, str]:
     make_workspace(soak.root)
     session = await Session.start(soak.root)
@@ -148,7 +132,7 @@ async def run(soak: Soak) -> tuple[bool, str]:
                     f"{target}'s last (broken) save diagnosed", timeout=300)
         await asyncio.sleep(3)  # let anything still scheduled run, then check again
         soak.sample(session, soak.cycles, started)
-        counters = await stats(session)
+        counters = await session.stats()
         problems = check_final(soak, session)
     finally:
         await session.close()

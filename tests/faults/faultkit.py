@@ -475,6 +475,32 @@ class Session:
         await self.wait_for(done, f"{onnx.name} exported with width {width} and "
                                   f"{[p.name for p in watched]} clean", timeout)
 
+    async def stats(self) -> dict[str, Any]:
+        """The server's export counters (`onnxlens/stats`, a custom request)."""
+        result = await asyncio.wait_for(
+            self.client.protocol.send_request_async("onnxlens/stats", {}), 30)
+        return _plain(result)
+
+    async def wait_idle(self, quiet: float = 1.0, timeout: float = EXPORT_WAIT) -> None:
+        """Wait until no export runs and no new trigger arrived for `quiet` seconds, so that a
+        snapshot of the outputs is not raced by an export still in flight (e.g. the start-up
+        export and the first save's, or a save's watchdog echo)."""
+        async def settle() -> None:
+            last, since = None, time.monotonic()
+            while True:
+                data = await self.stats()
+                state = (data.get("triggers"), tuple(data.get("running", [])))
+                if state != last:
+                    last, since = state, time.monotonic()
+                elif not state[1] and time.monotonic() - since >= quiet:
+                    return
+                await asyncio.sleep(0.1)
+
+        try:
+            await asyncio.wait_for(settle(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"the server did not go idle within {timeout:.0f} s") from None
+
     async def ping(self, path: Path) -> None:
         """One request/response round trip: the server still answers."""
         await asyncio.wait_for(self.client.text_document_hover_async(types.HoverParams(
@@ -482,6 +508,17 @@ class Session:
             position=types.Position(line=0, character=0),
         )), timeout=30)
         assert self.server_alive()
+
+
+def _plain(value: Any) -> Any:
+    """pygls returns an unknown method's result as namedtuple-like objects: make plain data."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _language(path: Path) -> str:

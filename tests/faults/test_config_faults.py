@@ -70,6 +70,7 @@ async def next_save_works(session: Session, ws) -> None:
     session.save(ws.net, net_source(version))
     await session.wait_clean_export(ws.onnx, version, ws.net, ws.config)
     await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
 
 
@@ -78,6 +79,7 @@ async def next_save_works(session: Session, ws) -> None:
                          ids=[row[0] for row in CONFIG_ROWS])
 async def test_config_fault(session: Session, ws, row_id, breaks, needle, occurrence):
     good = ws.config.read_text()
+    await session.wait_idle()
     onnx_before = onnx_files(ws.onnx)
     bad = breaks(good)
     session.save(ws.config, bad)
@@ -105,6 +107,7 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     failing = net_source(version, factory="raise ValueError('bad hidden size')  # FAULT")
     session.save(ws.net, failing)
     await session.wait_diagnostic(ws.net, "setup", marked_line(failing))
+    await session.wait_idle()
     onnx_before = onnx_files(ws.onnx)
 
     # changed on disk behind the editor's back: only the server's file watcher can see it
@@ -122,6 +125,7 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     for artifact in onnx_before:
         artifact.assert_unchanged()
     assert onnx_width(ws.onnx) > 0  # still a loadable model
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
 
     # the file comes back (recreated / renamed back): diagnostics go, the next save exports

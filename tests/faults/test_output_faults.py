@@ -68,6 +68,7 @@ async def wait_error_mentioning(session: Session, words: tuple[str, ...]):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_disk_full_during_save(session: Session, ws):
+    await session.wait_idle()
     onnx_before = onnx_files(ws.onnx)
     session.save(ws.net, net_source(ws.next_version(), width=BIG_INPUT))
 
@@ -77,6 +78,7 @@ async def test_disk_full_during_save(session: Session, ws):
     await session.ping(ws.net)
     for artifact in onnx_before:
         artifact.assert_unchanged()
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out), "a half-written file was left on the full disk"
 
     version = ws.next_version()
@@ -87,6 +89,7 @@ async def test_disk_full_during_save(session: Session, ws):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_output_dir_not_writable(session: Session, ws):
+    await session.wait_idle()
     onnx_before = onnx_files(ws.onnx)
     _mount("-o", "remount,ro", str(ws.out))
     try:
@@ -104,6 +107,7 @@ async def test_output_dir_not_writable(session: Session, ws):
     session.save(ws.net, net_source(version))
     await session.wait_clean_export(ws.onnx, version, ws.net)
     await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
     assert os.statvfs(ws.out).f_bavail > 0
 

@@ -122,7 +122,7 @@ async def test_export_cancelled_in_the_middle_of_its_save_leaves_nothing_behind(
     final = ws.next_version()
     session.save(ws.net, net_source(final, module=log_hook(ws)))
     await session.wait_clean_export(ws.onnx, final, ws.net)
-    await asyncio.sleep(1)
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out), f"left behind: {leftover_temp_files(ws.out)}"
     import onnx
 

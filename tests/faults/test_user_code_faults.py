@@ -120,6 +120,7 @@ async def recover(session: Session, ws, *, restore_helper: bool) -> None:
 @pytest.mark.asyncio(loop_scope="module")
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.id)
 async def test_user_code_fault(session: Session, ws, row: Row):
+    await session.wait_idle()  # nothing in flight may touch the outputs after the snapshot
     onnx_before = onnx_files(ws.onnx)
     width_before = onnx_width(ws.onnx)
     reports_before = sorted(ws.out.rglob("*.md"))  # reports are rewritten per export, never lost
@@ -155,6 +156,7 @@ async def test_user_code_fault(session: Session, ws, row: Row):
     for artifact in onnx_before:  # the .onnx and its weights file, byte for byte, untouched
         artifact.assert_unchanged()
     assert onnx_width(ws.onnx) == width_before
+    await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
     for report in reports_before:
         assert report.exists() and report.stat().st_size > 0, f"{report} lost or truncated"
