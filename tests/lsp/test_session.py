@@ -139,22 +139,27 @@ async def test_requests_are_answered_while_an_export_runs(client: LanguageClient
             await asyncio.sleep(0.01)
     await asyncio.wait_for(encoder_running(), 60)
 
+    requests = {
+        "hover": lambda: client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=mlp.as_uri()),
+            position=lsp.Position(line=line_of(mlp, "self.net(x)"), character=12))),
+        "codeAction": lambda: client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()),
+            range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=30, character=0)),
+            context=lsp.CodeActionContext(diagnostics=[]))),
+        "codeLens": lambda: client.text_document_code_lens_async(lsp.CodeLensParams(
+            text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()))),
+    }
+    # Best of 3 per request: a blocked event loop makes every attempt slow (the export runs for
+    # seconds), while one unlucky CPU time slice on this shared 2-core machine does not fail it.
     timings = {}
-    start = time.perf_counter()
-    await client.text_document_hover_async(lsp.HoverParams(
-        text_document=lsp.TextDocumentIdentifier(uri=mlp.as_uri()),
-        position=lsp.Position(line=line_of(mlp, "self.net(x)"), character=12)))
-    timings["hover"] = time.perf_counter() - start
-    start = time.perf_counter()
-    await client.text_document_code_action_async(lsp.CodeActionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()),
-        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=30, character=0)),
-        context=lsp.CodeActionContext(diagnostics=[])))
-    timings["codeAction"] = time.perf_counter() - start
-    start = time.perf_counter()
-    await client.text_document_code_lens_async(lsp.CodeLensParams(
-        text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri())))
-    timings["codeLens"] = time.perf_counter() - start
+    for name, send in requests.items():
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            await asyncio.wait_for(send(), 10)
+            times.append(time.perf_counter() - start)
+        timings[name] = min(times)
 
     assert "encoder" in (await stats(client))["running"], "the export must still run for this to mean anything"
     # The explicit responsiveness requirement: the event loop is never blocked by an export.
