@@ -51,8 +51,9 @@ class ExportStats:
 def summary(result: ExportResult) -> str:
     """The one-line outcome shown at the end of the progress and in the log."""
     if result.status == "ok":
+        nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
         suffix = " (cached)" if result.cached else ""
-        return f"{result.target}: exported in {result.seconds:.2f} s{suffix}"
+        return f"{result.target}: exported in {result.seconds:.2f} s{nodes}{suffix}"
     problems = len(result.findings)
     return f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
 
