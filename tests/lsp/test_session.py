@@ -198,14 +198,18 @@ async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: La
     assert _started(after, "mlp") == _started(before, "mlp") + 1
     assert _started(after, "spectral") == _started(before, "spectral"), after["last"]
 
-    # A broken config: a `config` diagnostic on the config file, cleared when fixed.
+    # A broken config: a `config` diagnostic on the broken target's table in the config file; the
+    # other targets are untouched; fixing it clears the diagnostic.
     broken = original.replace('inputs = "models/mlp.py:example_inputs"\n', "")
     save_file(client, config, broken)
-    await wait_until(lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"],
-                     30, "config diagnostic")
+    [problem] = await wait_until(
+        lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"], 30, "config diagnostic")
+    assert problem.range.start.line == line_of(config, "[[tool.onnxlens.target]]")  # mlp's table
+    assert "inputs" in problem.message
     save_file(client, config, original)
     await wait_until(lambda: cleared(client, config), 30, "config diagnostic cleared")
-    await _idle(client)
+    final = await _idle(client)
+    assert _started(final, "spectral") == _started(before, "spectral")
 
 
 @pytest.mark.parametrize("command, arguments, says", [
