@@ -251,8 +251,12 @@ async def test_settings_turn_export_on_save_off_and_report_bad_values(client: La
     assert _started(await stats(client), "mlp") == _started(before, "mlp")
     assert any("debounceMs" in m.message for m in client.log_messages)
 
-    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
-        settings={"onnxlens": {"exportOnSave": True}}))
+    # The pull model: an empty notification, the server asks with workspace/configuration.
+    client.set_configuration({"exportOnSave": True}, section="onnxlens")
+    logged = len(client.log_messages)
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await wait_until(lambda: any("exportOnSave=True" in m.message for m in client.log_messages[logged:]),
+                     10, "settings pulled")
     save_file(client, mlp, mlp.read_text() + "\n# and on again\n")
     await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
 
