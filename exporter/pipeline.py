@@ -335,13 +335,14 @@ class Pipeline:
 
     def _check(self, job: _Job) -> None:
         import onnx
+        from torch.onnx._internal.exporter import _onnx_program
 
-        proto = job.onnx_program.model_proto
-        if proto.ByteSize() > 1_800_000_000:
-            job.log("model over 2 GB: onnx.checker skipped (it checks in-memory models up to 2 GB)")
+        if _onnx_program._count_initializer_size(job.onnx_program.model.graph) > 1_800_000_000:
+            # A protobuf message cannot exceed 2 GB: the checker cannot take such a model in memory.
+            job.log("model weights over 2 GB: onnx.checker skipped")
             return
         try:
-            onnx.checker.check_model(proto, full_check=True)
+            onnx.checker.check_model(job.onnx_program.model_proto, full_check=True)
         except Exception as error:  # noqa: BLE001 - checker errors come in several types
             job.error = error
             job.fail([_error_finding(job, error, "onnx-checker", "check", "onnx.checker rejected the model")])
