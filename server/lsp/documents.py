@@ -96,12 +96,25 @@ def _maybe_new_config(ls: OnnxlensServer, path: str) -> None:
         ls.export_project(project, reason="configuration added")
 
 
-def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+async def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+    """Settings pushed with the notification, or, when it carries none (the pull model), asked
+    for with workspace/configuration (section "onnxlens")."""
+    raw = params.settings
+    workspace = ls.client_capabilities.workspace
+    if not raw and workspace and workspace.configuration:
+        try:
+            [raw] = await ls.workspace_configuration_async(lsp.ConfigurationParams(
+                items=[lsp.ConfigurationItem(section="onnxlens")]))
+        except Exception as error:  # noqa: BLE001 - keep the current settings
+            ls.log(logging.WARNING, f"onnxlens: could not read the settings: {error}")
+            return
     before = ls.settings
-    ls.settings, problems = parse_settings(params.settings, before)
+    ls.settings, problems = parse_settings(raw, before)
     logging.getLogger("onnxlens").setLevel(ls.settings.logging_level)
     for problem in problems:
         ls.log(logging.WARNING, problem)
+    if ls.settings != before:
+        ls.log(logging.INFO, f"onnxlens: settings now {ls.settings.describe()}")
     if ls.settings.jobs != before.jobs:
         ls.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
     if ls.settings.verify != before.verify:

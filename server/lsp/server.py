@@ -146,7 +146,7 @@ class OnnxlensServer(LanguageServer):
                 uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
 
     def _entries(self, project: Project, owner: str, findings: list[Finding]) -> list[Entry]:
-        features = DiagnosticFeatures.of(self.client_capabilities)
+        features = DiagnosticFeatures.of(self.client_capabilities, self.workspace.position_encoding)
         entries = []
         for finding in findings:
             if finding.location is None:
