@@ -90,6 +90,21 @@ async function runCommand(page, title) {
   await page.waitForSelector(".quick-input-widget", { state: "hidden" });
 }
 
+/** Sets a text or number setting in the Settings editor (the user settings), as a person would. */
+async function changeSetting(page, key, value) {
+  await runCommand(page, "Preferences: Open User Settings"); // opens with the search box focused
+  await page.waitForSelector(".settings-editor", { state: "visible" });
+  await page.keyboard.type(`@id:${key}`); // only this setting
+  const input = page.locator(`.settings-editor input[aria-label="${key}"]`);
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(value);
+  await input.press("Tab"); // leave the field: the value is written to settings.json
+  await page.waitForTimeout(1000);
+  // Close the Settings editor, so that the next change starts from a fresh one.
+  await clickAt(page, page.locator(".tabs-container .tab", { hasText: "Settings" }).locator(".codicon-close").first());
+  await page.waitForSelector(".settings-editor", { state: "hidden" });
+}
+
 /** Waits until the problems counter shows between `min` and `max` errors. */
 async function waitForErrors(page, min, max, timeoutMs) {
   await page.waitForFunction(
@@ -286,6 +301,20 @@ async function main() {
         [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
       );
       return { secondsUntilExported: (Date.now() - started) / 1000, output };
+    });
+
+    // Settings changed in the Settings editor while the window is open: a working interpreter
+    // restarts the server, which then exports; a later change of a server setting is pushed
+    // to the running server (the test reads the LSP trace for it).
+    await step("interpreterChange", missingPage, async () => {
+      const change = config.interpreterChange;
+      const started = Date.now();
+      await changeSetting(missingPage, "onnxlens.interpreter", change.interpreter);
+      await waitForStatusItem(missingPage, "onnxlens", change.statusPattern, change.timeoutMs);
+      const secondsUntilExported = (Date.now() - started) / 1000;
+      await changeSetting(missingPage, "onnxlens.jobs", String(change.jobs));
+      await missingPage.waitForTimeout(3000); // the change goes out as a notification: nothing to wait on in the UI
+      return { secondsUntilExported };
     });
   } finally {
     await browser.close();

@@ -77,7 +77,8 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
         with_ext = stack.enter_context(CodeServer(tmp_path / "with", settings, extensions=(vsix,), path_prefix=(PYTHON.parent,)))
         without_ext = stack.enter_context(CodeServer(tmp_path / "without", settings, path_prefix=(PYTHON.parent,)))
         missing_ext = stack.enter_context(CodeServer(
-            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python)}, extensions=(vsix,)))
+            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python), "onnxlens.trace.server": "verbose"},
+            extensions=(vsix,)))
         result = drive(
             {
                 "artifacts": str(ARTIFACTS),
@@ -94,6 +95,9 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
                 # Export All: every target is exported again, by command (the server logs the reason).
+                "interpreterChange": {"interpreter": str(PYTHON), "jobs": 2, "timeoutMs": 90_000,
+                                      # the restarted server is exporting (or has exported) a target
+                                      "statusPattern": r"^ONNX: (mlp|encoder|spectral|2 problems)\b"},
                 "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
                              "timeoutMs": 60_000},
             },
@@ -101,6 +105,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
         )
         (ARTIFACTS / "result.json").write_text(json.dumps(result, indent=2))
         why = explain(result, [with_ext])
+        trace = missing_ext.output_channel("ONNX Lens Trace")
     steps = result["steps"]
 
     # Problems: both findings, each on its own line, in the Problems panel and as squiggles.
@@ -158,3 +163,17 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     output = "\n".join(commands["output"])
     for target in ("mlp", "encoder", "spectral"):
         assert re.search(rf"{target}: exported in [\d.]+ s.*\[command\]", output), output
+
+    # Changing onnxlens.interpreter to a working one restarted the server, which exports; a
+    # later change of server settings went to it as workspace/didChangeConfiguration with the
+    # keys it knows (not the client's own: interpreter, trace).
+    change = steps["interpreterChange"]
+    assert not change.get("failed"), f"{change['observed']['statusItems']}\n{why}"
+    pushed = [json.loads(params) for params in re.findall(
+        r"Sending notification 'workspace/didChangeConfiguration'\.\nParams: (\{.*?\n\})", trace, re.S)]
+    assert {"settings": {"onnxlens": {"exportOnSave": True, "verify": None, "jobs": 2, "debounceMs": 200,
+                                      "logLevel": "debug"}}} in pushed, trace[-4000:]
+    initialize = re.search(r"Sending request 'initialize - \(0\)'\.\nParams: (\{.*?\n\})", trace, re.S)
+    assert initialize, trace[:4000]
+    assert json.loads(initialize.group(1))["initializationOptions"] == {
+        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "logLevel": "debug"}
