@@ -1,14 +1,16 @@
-// Drives two code-server windows in headless Chromium (playwright-core) and records what a
+// Drives three code-server windows in headless Chromium (playwright-core) and records what a
 // person would see; tests/vscode/test_vscode_e2e.py makes the assertions.
 //
 //   node drive_vscode.cjs CONFIG.json RESULT.json
 //
 // "with": code-server with the ONNX Lens extension; "without": the same without it (the
-// negative control). Both open the same file at the same time, and "without" is looked at when
-// "with" has shown its problems (or given up), so the control waits exactly as long.
-// Steps on "with": problems + squiggles, the "Open export report" code action, then a fix typed
-// into the editor and saved, and the problems again. Every step records what it saw, or the
-// error that stopped it, and a screenshot; the script itself never decides pass or fail.
+// negative control); "missing": the extension with an interpreter that lacks onnxlens. All open
+// the same file at the same time, and "without" is looked at when "with" has shown its problems
+// (or given up), so the control waits exactly as long.
+// Steps on "with": problems + squiggles, the "Open export report" code action, a fix typed into
+// the editor and saved, then commands from the Command Palette. On "missing": the notification
+// and its install action, then settings changed in the Settings editor. Every step records what
+// it saw, or the error that stopped it, and a screenshot; the script never decides pass or fail.
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");

@@ -1,11 +1,16 @@
 """End to end in a real VS Code: the packaged extension in code-server, driven by headless
-Chromium, on a copy of examples/ with the real onnxlens server and real torch exports.
+Chromium, on copies of examples/ with the real onnxlens server and real torch exports.
 
-Checks what a person sees: the Problems panel lists the onnxlens diagnostics on the right lines
-(the eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
-squiggles on them, the "Open export report" code action opens the markdown report in a preview
-tab, and a fix typed into the editor and saved clears the problems. The same window without
-the extension (the negative control) shows none of it.
+Three windows, each its own code-server:
+* "with" the extension: the Problems panel lists the onnxlens diagnostics on the right lines (the
+  eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
+  squiggles, the "Open export report" code action opens the markdown report in a preview tab, a
+  fix typed into the editor and saved clears the problems, and Export All Targets / Show Output
+  work from the Command Palette;
+* "without" the extension, the negative control: none of it;
+* "missing": the extension with an interpreter that lacks onnxlens: a notification with the
+  one-click install; then the interpreter changed in the Settings editor restarts the server, and
+  a server setting changed there reaches the running server (read from the LSP trace).
 
 Skipped only when the tools are not installed (scripts/install-vscode-e2e; .ci/run runs it).
 Screenshots go to test-artifacts/vscode/.
@@ -94,17 +99,17 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
-                # Export All: every target is exported again, by command (the server logs the reason).
                 "interpreterChange": {"interpreter": str(PYTHON), "jobs": 2, "timeoutMs": 90_000,
                                       # the restarted server is exporting (or has exported) a target
                                       "statusPattern": r"^ONNX: (mlp|encoder|spectral|2 problems)\b"},
+                # Export All: every target is exported again, by command (the server logs the reason).
                 "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
                              "timeoutMs": 60_000},
             },
             tmp_path,
         )
         (ARTIFACTS / "result.json").write_text(json.dumps(result, indent=2))
-        why = explain(result, [with_ext])
+        why = explain(result, [with_ext, missing_ext])
         trace = missing_ext.output_channel("ONNX Lens Trace")
     steps = result["steps"]
 
