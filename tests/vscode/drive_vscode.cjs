@@ -84,12 +84,14 @@ async function showProblemsPanel(page) {
 }
 
 /** Runs a command from the Command Palette (F1), as a person would. */
-async function runCommand(page, title) {
+async function runCommand(page, title, { waitHidden = true } = {}) {
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget input", { state: "visible" });
   await page.keyboard.type(title);
   await clickAt(page, page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first());
-  await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+  if (waitHidden) {
+    await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+  }
 }
 
 /** Sets a text or number setting in the Settings editor (the user settings), as a person would. */
@@ -302,7 +304,16 @@ async function main() {
       const output = await withPage.$eval(".output-view .view-lines", (lines) =>
         [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
       );
-      return { secondsUntilExported: (Date.now() - started) / 1000, output };
+      const secondsUntilExported = (Date.now() - started) / 1000;
+      // Reveal ONNX File: pick one of the exported models; the Explorer selects it.
+      await runCommand(withPage, "ONNX Lens: Reveal ONNX File", { waitHidden: false });
+      const pick = withPage.locator(".quick-input-list .monaco-list-row", { hasText: config.commands.reveal });
+      await pick.first().waitFor({ timeout: 10_000 });
+      const choices = await withPage.$$eval(".quick-input-list .monaco-list-row", (rows) => rows.map((row) => row.textContent));
+      await clickAt(withPage, pick.first());
+      const selected = withPage.locator(".explorer-folders-view .monaco-list-row.selected", { hasText: config.commands.reveal });
+      await selected.first().waitFor({ timeout: 10_000 });
+      return { secondsUntilExported, output, choices, explorerSelection: await selected.first().textContent() };
     });
 
     // Settings changed in the Settings editor while the window is open: a working interpreter

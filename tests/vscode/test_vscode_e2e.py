@@ -104,7 +104,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                                       "statusPattern": r"^ONNX: (mlp|encoder|spectral|2 problems)\b"},
                 # Export All: every target is exported again, by command (the server logs the reason).
                 "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
-                             "timeoutMs": 60_000},
+                             "timeoutMs": 60_000, "reveal": "spectral.onnx"},
             },
             tmp_path,
         )
@@ -168,6 +168,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     output = "\n".join(commands["output"])
     for target in ("mlp", "encoder", "spectral"):
         assert re.search(rf"{target}: exported in [\d.]+ s.*\[command\]", output), output
+    # Reveal ONNX File offers every exported model and selects the chosen one in the Explorer.
+    assert all(any(f"{t}.onnx" in choice for choice in commands["choices"]) for t in ("mlp", "encoder", "spectral")), commands["choices"]
+    assert "spectral.onnx" in commands["explorerSelection"]
+    assert (with_ws / ".onnxlens" / "spectral.onnx").is_file()
 
     # Changing onnxlens.interpreter to a working one restarted the server, which exports; a
     # later change of server settings went to it as workspace/didChangeConfiguration with the
