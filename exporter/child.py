@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import os
+import re
 import resource
 import signal
 import sys
@@ -33,6 +34,7 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
               zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None]) -> NoReturn:
     """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown)."""
     started = time.perf_counter()
+    zygote_modules = set(sys.modules)
     try:
         spec = TargetSpec.from_dict(job["spec"])
         _detach_from_zygote(zygote_pid, zygote_fds)
@@ -40,7 +42,8 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
         result = _run(pipeline, spec, events_fd, started)
-        write_frame(events_fd, {"type": "result", "result": result.to_dict()})
+        write_frame(events_fd, {"type": "result", "result": result.to_dict(),
+                                "imports": _library_modules(zygote_modules)})
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
@@ -123,6 +126,9 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
 def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> ExportResult:
     def on_event(event: dict[str, Any]) -> None:
         write_frame(events_fd, {"type": "event", "event": event})
+        if event.get("stage") == "load" and event.get("state") == "end":
+            # Should this job die later, the zygote still knows which files it depends on.
+            write_frame(events_fd, {"type": "closure", "files": _imported_user_files(spec.root)})
 
     try:
         result = pipeline.run(spec, on_event)
@@ -135,8 +141,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> Exp
     except BaseException as error:  # noqa: BLE001 - a bug of ours still becomes a finding
         return _failed(spec, error, started,
                        f"internal error in onnxlens: {type(error).__name__}: {error}"[:2000])
-    if spec.memory_limit_mb:
-        result.findings = [_as_out_of_memory(spec, f) for f in result.findings]
+    result.findings = [_as_crash(spec, finding) for finding in result.findings]
     # This process imported no user code before the job, so every workspace module it holds now
     # belongs to the target: the closure, even where the pipeline did not see an import.
     result.closure = sorted(set(result.closure) | set(_imported_user_files(spec.root)))
@@ -148,13 +153,23 @@ def _out_of_memory_message(spec: TargetSpec) -> str:
     return f"the export process ran out of memory{limit} while running this line"
 
 
-def _as_out_of_memory(spec: TargetSpec, finding: Finding) -> Finding:
-    """An allocation failure under the memory cap is a crash, whatever stage caught it."""
-    if finding.code == "crash" or not OUT_OF_MEMORY.search(finding.message):
+_SYSTEM_EXIT = re.compile(r"\bSystemExit\b")
+
+
+def _as_crash(spec: TargetSpec, finding: Finding) -> Finding:
+    """Process-ending failures are crashes, whichever stage caught them: the pipeline reports
+    an exception of the user's code (MemoryError, SystemExit) as that stage's finding."""
+    if finding.code == "crash":
         return finding
-    return Finding(code="crash", message=_out_of_memory_message(spec), stage=finding.stage,
-                   location=finding.location, related=finding.related,
-                   source_line=finding.source_line)
+    if spec.memory_limit_mb and OUT_OF_MEMORY.search(finding.message):
+        message = _out_of_memory_message(spec)
+    elif _SYSTEM_EXIT.search(finding.message):
+        message = ("user code called sys.exit() (raised SystemExit) during the export; the export "
+                   f"process cannot continue after it. ({finding.message})")
+    else:
+        return finding
+    return Finding(code="crash", message=message, stage=finding.stage, location=finding.location,
+                   related=finding.related, source_line=finding.source_line)
 
 
 def _failed(spec: TargetSpec, error: BaseException, started: float, message: str) -> ExportResult:
@@ -169,10 +184,24 @@ def _failed(spec: TargetSpec, error: BaseException, started: float, message: str
 
 def _imported_user_files(root: str) -> list[str]:
     """Workspace files imported so far: the closure as far as the job got."""
+    prefixes = tuple({os.path.join(root, ""), os.path.join(os.path.realpath(root), "")})
     files = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         # Some modules carry a relative __file__ (torch.ops: "_ops.py"): not workspace files.
-        if isinstance(path, str) and os.path.isabs(path) and is_user_file(path, root):
+        # The cheap prefix test first: thousands of modules are loaded.
+        if isinstance(path, str) and path.startswith(prefixes) and is_user_file(path, root):
             files.append(os.path.abspath(path))
     return files
+
+
+def _library_modules(before: set[str]) -> list[str]:
+    """Installed-library modules (site-packages) this job imported: the zygote preloads them,
+    so the next job of a transformers model does not import transformers again."""
+    names = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if (name not in before and isinstance(path, str)
+                and ("site-packages" in path or "dist-packages" in path)):
+            names.append(name)
+    return sorted(names)[:5000]

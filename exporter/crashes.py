@@ -178,7 +178,7 @@ def crash_result(spec: TargetSpec, *, status: int, dump: str, output: str, stage
         message += f". Last output: {tail}"
     finding = finding_at_frames("crash", message, stage, frames, spec)
     return ExportResult(target=spec.name, status="failed", findings=[finding], seconds=seconds,
-                        closure=list(closure or []))
+                        closure=_with_frames(closure, frames))
 
 
 def timeout_result(spec: TargetSpec, *, dump: str, stage: str, seconds: float,
@@ -189,4 +189,9 @@ def timeout_result(spec: TargetSpec, *, dump: str, stage: str, seconds: float,
     message += "; it was running this line" if frames else f", during the {stage} stage"
     finding = finding_at_frames("timeout", message, stage, frames, spec)
     return ExportResult(target=spec.name, status="failed", findings=[finding], seconds=seconds,
-                        closure=list(closure or []))
+                        closure=_with_frames(closure, frames))
+
+
+def _with_frames(closure: list[str] | None, frames: list[Frame]) -> list[str]:
+    """The files the job had imported (as far as known), and those it was running."""
+    return sorted(set(closure or []) | {os.path.abspath(f.file) for f in frames})

@@ -12,11 +12,20 @@ Zygote -> server:
     log      {id, text}                                  output the user's code printed
     result   {id, result | None, cancelled}              the job's ExportResult dict (one per job)
     exited   {id, status}                                the child was reaped: always a job's last frame
+    preloaded {modules, seconds}                         library modules jobs used are now in the zygote
+    retire   {reason, deny}                              preloading `deny` started a thread: the zygote
+                                                         is no longer safe to fork; start a new one
+                                                         (with `deny` in PRELOAD_DENY_VARIABLE) and
+                                                         close this one's stdin once its jobs are done
 
 Server -> zygote:
     job      {id, spec, options}                         spec: TargetSpec dict; options: {threads}
     cancel   {id}                                        kill the job's child (and its process group)
     shutdown {}                                          kill every child and exit
+
+Child -> zygote (a pipe per child; the zygote relays):
+    event    {event}
+    result   {result, imports}                           imports: library modules the job loaded
 
 Closing the zygote's stdin is the same as `shutdown`: a zygote whose server died exits.
 """
@@ -38,6 +47,11 @@ PROTOCOL_VERSION = 1
 # them, so processes started by user code see the user's settings.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 USER_ENV_VARIABLE = "ONNXLENS_USER_THREAD_ENV"
+
+# Library preloading (see exporter/zygote.py): "0" in PRELOAD_VARIABLE turns it off;
+# PRELOAD_DENY_VARIABLE lists top-level packages never to preload (comma-separated).
+PRELOAD_VARIABLE = "ONNXLENS_PRELOAD"
+PRELOAD_DENY_VARIABLE = "ONNXLENS_PRELOAD_DENY"
 
 # Exit status of a child whose own onnxlens code failed (not the user's code).
 INTERNAL_ERROR_STATUS = 70

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import codecs
 import gc
+import importlib
 import importlib.metadata
 import json
 import os
@@ -35,6 +36,8 @@ from typing import IO, Any
 from onnxlens.exporter.crashes import crash_result, timeout_result
 from onnxlens.exporter.protocol import (
     INTERNAL_ERROR_STATUS,
+    PRELOAD_DENY_VARIABLE,
+    PRELOAD_VARIABLE,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
@@ -62,6 +65,8 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
+# Covers the ops most models use (linear, norm, attention, activations, a dynamic batch), so
+# children do not pay the lazy per-op initialisation of torch.export and the decompositions.
 _WARM_UP_MODEL = '''
 import torch
 
@@ -69,14 +74,25 @@ import torch
 class Tiny(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.linear = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.LayerNorm(8)
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+        self.linear = torch.nn.Linear(8, 8)
+        self.conv = torch.nn.Conv1d(8, 8, 3, padding=1)
 
     def forward(self, x):
-        return torch.relu(self.linear(x)).softmax(-1)
+        h = self.norm(x)
+        x = x + self.attention(h, h, h, need_weights=False)[0]
+        x = x + torch.nn.functional.gelu(self.linear(x))
+        x = x + self.conv(x.transpose(1, 2)).transpose(1, 2)
+        return torch.relu(x).softmax(-1)
 
 
 def inputs():
-    return (torch.randn(2, 4),)
+    return (torch.randn(2, 4, 8),)
+
+
+def dynamic_shapes():
+    return ({0: torch.export.Dim("batch", min=1, max=64)},)
 '''
 
 
@@ -95,12 +111,26 @@ def warm_pipeline() -> Any:
     pipeline = Pipeline()
     warm_up = getattr(pipeline, "warm_up", None)
     if callable(warm_up):
-        warm_up()
-    else:
-        _warm_up_export(pipeline)
+        warm_up()  # the pipeline's own: its tables
+    _warm_up_export(pipeline)  # every stage once, verification and report included
+    _stop_tqdm_monitor()
     gc.collect()
     gc.freeze()
     return pipeline
+
+
+def _stop_tqdm_monitor() -> None:
+    """tqdm (used by libraries during the warm-up) leaves a monitor thread; a thread holding a
+    lock at fork time would leave that lock held forever in the child."""
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is None:
+        return
+    tqdm.tqdm.monitor_interval = 0
+    monitor = getattr(tqdm.tqdm, "monitor", None)
+    if monitor is not None:
+        monitor.exit()
+        monitor.join(timeout=5)
+        tqdm.tqdm.monitor = None
 
 
 def _warm_up_export(pipeline: Any) -> None:
@@ -114,6 +144,7 @@ def _warm_up_export(pipeline: Any) -> None:
         spec = TargetSpec(
             name="warm-up", root=directory, model="onnxlens_warmup_model.py:Tiny",
             inputs="onnxlens_warmup_model.py:inputs",
+            dynamic_shapes="onnxlens_warmup_model.py:dynamic_shapes",
             output=os.path.join(directory, "out", "warm-up.onnx"),
             report=os.path.join(directory, "out", "warm-up.md"),
         )
@@ -150,6 +181,8 @@ class Job:
     dump_mark: int = 0
     dump_size_seen: int = -1
     kill_at: float = 0.0
+    imports: list[str] = field(default_factory=list)
+    closure: list[str] = field(default_factory=list)  # as far as the child reported it
 
 
 class Zygote:
@@ -163,6 +196,10 @@ class Zygote:
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
+        self.preload = os.environ.get(PRELOAD_VARIABLE, "1") != "0"
+        self.preload_deny = set(filter(None, os.environ.get(PRELOAD_DENY_VARIABLE, "").split(",")))
+        self.preload_wanted: set[str] = set()
+        self.retiring = False
         self.selector = selectors.DefaultSelector()
         self.wakeup_r, self.wakeup_w = os.pipe()
         os.set_blocking(self.wakeup_r, False)
@@ -182,6 +219,8 @@ class Zygote:
                 key.data(key.fd)
             self._check_timers()
             self._reap()
+            if self.preload_wanted and not self.jobs and not self.closing:
+                self._preload()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.server_gone:
@@ -293,8 +332,11 @@ class Zygote:
                 if isinstance(event, dict) and isinstance(event.get("stage"), str):
                     job.stage = event["stage"]
                 self._send({"type": "event", "id": job.id, "event": event})
+            elif message.get("type") == "closure":
+                job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
+                job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
                 self._send({"type": "result", "id": job.id, "result": message.get("result"),
                             "cancelled": False})
         return True
@@ -365,6 +407,48 @@ class Zygote:
                     self._kill(job)
                 job.dump_size_seen = size
 
+    # ---- library preloading -------------------------------------------------------------
+
+    def _preload(self) -> None:
+        """Import, here, the library modules (site-packages only: never the user's code) that
+        finished jobs imported, so later children find them loaded: a transformers model's
+        job then skips seconds of imports. Runs only while no job is running.
+
+        A library that starts a thread on import makes this process unsafe to fork (a lock held
+        by that thread at fork time stays held in the child): then we ask to be replaced."""
+        names = sorted(n for n in self.preload_wanted
+                       if n not in sys.modules and n.partition(".")[0] not in self.preload_deny)
+        self.preload_wanted.clear()
+        if not names:
+            return
+        started = time.perf_counter()
+        threads = _thread_count()
+        loaded = 0
+        for name in names:
+            if name in sys.modules:
+                continue  # imported by an earlier one
+            try:
+                importlib.import_module(name)
+                loaded += 1
+            except BaseException as error:  # noqa: BLE001 - a module that fails here is just not preloaded
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                self.preload_deny.add(name.partition(".")[0])
+                continue
+            if _thread_count() > threads:
+                _stop_tqdm_monitor()
+            if _thread_count() > threads:
+                package = name.partition(".")[0]
+                print(f"onnxlens worker: importing {name} started a thread; this worker retires",
+                      file=sys.stderr)
+                self.retiring = True
+                self._send({"type": "retire", "deny": package,
+                            "reason": f"importing {name} started a thread"})
+                return
+        gc.collect()
+        gc.freeze()
+        self._send({"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started})
+
     # ---- ends of children ----------------------------------------------------------------
 
     def _reap(self) -> None:
@@ -401,15 +485,18 @@ class Zygote:
                 pass
             elif job.timing_out:
                 dump = _read_file(job.dump, job.dump_mark)
-                result = timeout_result(job.spec, dump=dump, stage=job.stage, seconds=seconds)
+                result = timeout_result(job.spec, dump=dump, stage=job.stage, seconds=seconds,
+                                        closure=job.closure)
             else:
                 dump = _read_file(job.dump, 0)
                 result = crash_result(job.spec, status=status, dump=dump, output=output,
-                                      stage=job.stage, seconds=seconds)
+                                      stage=job.stage, seconds=seconds, closure=job.closure)
             job.result_sent = True
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})
         job.dump.close()
+        if self.preload and not self.retiring:
+            self.preload_wanted.update(job.imports)
         del self.jobs[job.id]
         self._send({"type": "exited", "id": job.id, "status": status})
 
@@ -424,6 +511,10 @@ def _read_some(fd: int | None) -> bytes | None:
         return None
     except OSError:
         return b""
+
+
+def _thread_count() -> int:
+    return len(os.listdir("/proc/self/task"))
 
 
 def _read_file(file: IO[bytes], offset: int) -> str:

@@ -39,6 +39,7 @@ CACHE_FORMAT = "onnxlens-result-cache"
 CACHE_VERSION = 1
 VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
 UNCACHEABLE_CODES = {"timeout", "crash"}
+MTIME_SLACK_NS = 20_000_000
 
 _VERSIONS_SCRIPT = f"""
 import importlib.metadata as metadata, json, sys
@@ -134,8 +135,10 @@ class ResultCache:
         if not result.closure or any(f.code in UNCACHEABLE_CODES for f in result.findings):
             return False
         files = sorted(set(result.closure) | referenced_files(spec))
+        # File times come from the kernel's coarse clock (one tick behind at most).
+        changed_since = job_started_ns - MTIME_SLACK_NS
         try:
-            if any(os.stat(f).st_mtime_ns >= job_started_ns for f in files):
+            if any(os.stat(f).st_mtime_ns >= changed_since for f in files):
                 return False
         except OSError:
             return False

@@ -42,6 +42,8 @@ class ExportService:
         self.cache = ResultCache(self.python)
         self._slots = asyncio.Semaphore(self.jobs)
         self._worker: Worker | None = None
+        self._retired: list[Worker] = []  # replaced, finishing their last jobs
+        self._preload_deny: set[str] = set()  # shared by every worker of this service
         self._worker_lock = asyncio.Lock()
         self._closed = False
 
@@ -68,7 +70,7 @@ class ExportService:
         if self.use_cache:
             hit = self.cache.load(spec)
             if hit is not None:
-                sink({"type": "cached", "target": spec.name})
+                sink({"event": "cached", "target": spec.name})
                 return hit
         async with self._slots:
             started_ns = time.time_ns()
@@ -90,18 +92,24 @@ class ExportService:
         """Stop the worker and every job; no process is left behind."""
         self._closed = True
         async with self._worker_lock:
-            worker, self._worker = self._worker, None
-        if worker is not None:
+            workers = [w for w in (self._worker, *self._retired) if w is not None]
+            self._worker, self._retired = None, []
+        for worker in workers:
             await worker.stop()
 
     # ---- internals -----------------------------------------------------------------------
 
     async def _current_worker(self) -> Worker:
         async with self._worker_lock:
-            if self._worker is None or not self._worker.alive:
-                if self._worker is not None:
-                    await self._worker.stop()  # reap the dead one
-                self._worker = Worker(self.python, cwd=self.root, env=self.env)
+            if self._worker is None or not self._worker.usable:
+                old = self._worker
+                if old is not None and old.retiring and old.alive:
+                    self._retired.append(old)  # it stops itself once its jobs are done
+                elif old is not None:
+                    await old.stop()  # reap the dead one
+                self._retired = [w for w in self._retired if w.alive]
+                self._worker = Worker(self.python, cwd=self.root, env=self.env,
+                                      preload_deny=self._preload_deny)
                 await self._worker.start()
             return self._worker
 

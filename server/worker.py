@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from onnxlens.exporter.protocol import (
+    PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
     Message,
@@ -68,9 +69,13 @@ class _Job:
     pid: int | None = None
 
 
-def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+def worker_environment(base: dict[str, str] | None = None,
+                       preload_deny: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
     """The user's environment, with the zygote's thread discipline and a safe sys.path."""
     env = dict(os.environ if base is None else base)
+    if preload_deny:
+        denied = set(filter(None, env.get(PRELOAD_DENY_VARIABLE, "").split(","))) | set(preload_deny)
+        env[PRELOAD_DENY_VARIABLE] = ",".join(sorted(denied))
     env[USER_ENV_VARIABLE] = json.dumps({name: env.get(name) for name in THREAD_VARIABLES})
     for name in THREAD_VARIABLES:
         env[name] = "1"
@@ -83,10 +88,16 @@ def worker_environment(base: dict[str, str] | None = None) -> dict[str, str]:
 class Worker:
     """One zygote process and the jobs in flight on it."""
 
-    def __init__(self, python: str, *, cwd: str | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(self, python: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
+                 preload_deny: set[str] | None = None) -> None:
+        """`preload_deny`: packages the zygote must not preload; a retiring zygote adds the
+        package that made it retire (the caller shares the set between its workers)."""
         self.python = python
         self.cwd = cwd
-        self.env = worker_environment(env)
+        self.preload_deny = preload_deny if preload_deny is not None else set()
+        self.env = worker_environment(env, self.preload_deny)
+        self.retiring = False  # still finishing its jobs, but takes no new ones
+        self.preloaded_modules = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
         self.warm_up_seconds: float | None = None
@@ -95,7 +106,8 @@ class Worker:
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
         self._hello: asyncio.Future | None = None
         self._ready: asyncio.Future | None = None
-        self._tasks: list[asyncio.Task] = []
+        self._tasks: list[asyncio.Task] = []  # the readers of the zygote's stdout and stderr
+        self._stopping: asyncio.Task | None = None
         self._end: str | None = None  # why the zygote is gone, once it is
 
     @property
@@ -105,6 +117,15 @@ class Worker:
     @property
     def alive(self) -> bool:
         return self.process is not None and self._end is None
+
+    @property
+    def usable(self) -> bool:
+        """Alive and taking new jobs."""
+        return self.alive and not self.retiring
+
+    @property
+    def busy(self) -> bool:
+        return bool(self._jobs)
 
     def child_pids(self) -> list[int]:
         return [job.pid for job in self._jobs.values() if job.pid is not None]
@@ -144,12 +165,15 @@ class Worker:
                               "options": {"threads": threads}})
             await job.started
             try:
-                return await asyncio.wait_for(asyncio.shield(job.result),
-                                              spec.timeout + UNRESPONSIVE_GRACE)
+                message = await asyncio.wait_for(asyncio.shield(job.result),
+                                                 spec.timeout + UNRESPONSIVE_GRACE)
             except asyncio.TimeoutError:
                 raise WorkerUnresponsive(
                     f"the export worker did not answer within {spec.timeout + UNRESPONSIVE_GRACE:g} s"
                 ) from None
+            if message.get("cancelled"):  # not by us: the worker is shutting down
+                raise WorkerDied("the export worker was stopped while the job ran")
+            return message
         except asyncio.CancelledError:
             await self._cancel(job_id, job)
             raise
@@ -225,7 +249,8 @@ class Worker:
         self._end = problem or self._describe_exit(status)
         log.info("export worker %s ended: %s", self.process.pid, self._end)
         self._fail_start(WorkerUnavailable(
-            f"the export worker {self._end}{self._stderr_excerpt()}", permanent=False))
+            f"the export worker ({self.python}) {self._end}{self._stderr_excerpt()}",
+            permanent=False))
         for job in self._jobs.values():
             for future in (job.started, job.result):
                 if not future.done():
@@ -249,6 +274,15 @@ class Worker:
             self.warm_up_seconds = message.get("seconds")
             if not self._ready.done():  # type: ignore[union-attr]
                 self._ready.set_result(None)  # type: ignore[union-attr]
+        elif kind == "preloaded":
+            self.preloaded_modules += int(message.get("modules") or 0)
+            log.info("export worker preloaded %s library modules in %.2f s",
+                     message.get("modules"), message.get("seconds") or 0.0)
+        elif kind == "retire":
+            log.warning("export worker %s retires: %s", self.pid, message.get("reason"))
+            self.preload_deny.add(str(message.get("deny")))
+            self.retiring = True
+            self._stop_when_idle()
         elif kind == "fatal":
             self._fail_start(WorkerUnavailable(str(message.get("message")), permanent=True))
         elif job is None:
@@ -260,7 +294,8 @@ class Worker:
         elif kind == "event":
             self._deliver(job, message.get("event"))
         elif kind == "log":
-            self._deliver(job, {"type": "log", "text": message.get("text", "")})
+            # What the user's code printed (stdout and stderr), as the pipeline's events look.
+            self._deliver(job, {"event": "output", "text": message.get("text", "")})
         elif kind == "result":
             if not job.result.done():
                 job.result.set_result(message)
@@ -269,7 +304,11 @@ class Worker:
                 job.exited.set_result(message.get("status"))
             if job.result.done():
                 self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
+            self._stop_when_idle()
 
+    def _stop_when_idle(self) -> None:
+        if self.retiring and not self._jobs and self.alive and self._stopping is None:
+            self._stopping = asyncio.create_task(self.stop())
     @staticmethod
     def _deliver(job: _Job, event: Any) -> None:
         try:

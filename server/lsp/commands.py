@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
-from .diagnostics import uri_of
+from .lifecycle import start_service
 from .project import Project, norm
+from .uris import uri_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -135,11 +136,10 @@ async def show_exported_program(ls, *args: Any) -> dict[str, Any]:
 
 async def restart_worker(ls, *args: Any) -> dict[str, Any]:
     """Stop every job and the worker, start a fresh one (with the current `jobs` setting)."""
-    from .lifecycle import start_service
-
     await ls.scheduler.cancel_all()
     if ls.service is not None:
         await ls.service.shutdown()
+        ls.service = None  # a new one picks up the current `jobs` setting
     ls.log(logging.INFO, "onnxlens: restarting the export worker")
     await start_service(ls)
     return {"restarted": True}

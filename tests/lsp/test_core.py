@@ -17,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from conftest import (EDITORS, action_commands, cleared, copy_examples, exports_finished, line_of, open_file,
+from lsp_support import (EDITORS, action_commands, cleared, copy_examples, exports_finished, line_of, open_file,
                       save_file, server_config, start_session, stats, wait_until)
 
 FIXED_SPECTRAL = ("torch.linalg.eigvals(h).real", "torch.tanh(h)")
@@ -73,6 +73,7 @@ async def test_failing_model_diagnostics_actions_then_fix(client: LanguageClient
                  and params.diagnostics]
     assert ends and published and published[0] < ends[0]
     assert re.fullmatch(r"spectral: 2 problems", _progress_messages(client, "spectral")[-1])
+    assert {"capture", "scan"} <= _progress_reports(client, "spectral"), "stages reported while it runs"
 
     # Code actions on the eigvals diagnostic.
     actions = await client.text_document_code_action_async(lsp.CodeActionParams(
@@ -86,7 +87,7 @@ async def test_failing_model_diagnostics_actions_then_fix(client: LanguageClient
     reply = await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command=report_command, arguments=report_args))
     report_uri = (ws / ".onnxlens").resolve().as_uri()
-    if client.editor == "visual-studio-code" or client.capabilities.window.show_document:
+    if client.capabilities.window.show_document.support:  # both recorded editors support it
         await wait_until(lambda: len(client.shown_documents) > shown_before, 10, "window/showDocument")
         shown = client.shown_documents[-1].uri
         assert shown.startswith(report_uri) and shown.endswith(".md")
@@ -99,7 +100,7 @@ async def test_failing_model_diagnostics_actions_then_fix(client: LanguageClient
     if "Show exported program" in commands:
         command, args = commands["Show exported program"]
         await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command=command, arguments=args))
-        if client.capabilities.window.show_document:
+        if client.capabilities.window.show_document.support:
             await wait_until(lambda: client.shown_documents[-1].uri.endswith((".txt", ".py", ".md")), 10,
                              "the exported program shown")
 
@@ -138,6 +139,12 @@ def _progress_messages(client: LanguageClient, target: str) -> list[str]:
         if reports and isinstance(reports[0], lsp.WorkDoneProgressBegin) and reports[0].message == target:
             messages += [r.message for r in reports if isinstance(r, lsp.WorkDoneProgressEnd)]
     return messages
+
+
+def _progress_reports(client: LanguageClient, target: str) -> set[str]:
+    return {r.message for reports in client.progress_reports.values()
+            if reports and isinstance(reports[0], lsp.WorkDoneProgressBegin) and reports[0].message == target
+            for r in reports if isinstance(r, lsp.WorkDoneProgressReport)}
 
 
 def _progress_end_indices(client: LanguageClient, target: str) -> list[int]:

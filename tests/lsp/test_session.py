@@ -16,7 +16,7 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from conftest import (cleared, copy_examples, exports_finished, line_of, open_file, save_file, server_config,
+from lsp_support import (cleared, copy_examples, exports_finished, line_of, open_file, save_file, server_config,
                       start_session, stats, wait_until)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

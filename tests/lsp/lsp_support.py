@@ -1,4 +1,4 @@
-"""Fixtures for the language server tests: a real `onnxlens` server process on stdio, driven by
+"""Helpers for the language server tests: a real `onnxlens` server process on stdio, driven by
 pytest-lsp's client (pygls) announcing the capabilities recorded from real editors, on a private
 copy of examples/ with real exports."""
 
@@ -22,7 +22,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-SERVER = [sys.executable, "-m", "onnxlens.server.lsp"]
+SERVER = [sys.executable, "-m", "onnxlens.server"]  # what `onnxlens serve` runs
 
 # Real exports of the example models take seconds (the first in a fresh worker more).
 EXPORT_WAIT_S = 120.0

@@ -1,0 +1,108 @@
+"""In-process measurements (one Python process, torch imported once), printed as JSON.
+
+    python benchmarks/inprocess.py cold WORKSPACE MODEL_JSON OUT.onnx
+        a fresh process's whole export: prints wall-clock time.time() once the .onnx is saved
+        (the caller took the time before starting the process)
+    python benchmarks/inprocess.py warm WORKSPACE MODELS_JSON RUNS
+        per model: warm stock torch.onnx.export(dynamo=True), torch.export alone, and the
+        onnxlens Pipeline in-process (warm, cached tables), with and without verification
+
+MODEL_JSON: {"name", "model", "inputs", "dynamic_shapes"} with FILE.py:CALLABLE references.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+
+
+def _load(root: str, reference: str):
+    import importlib.util
+    import os
+
+    path, _, name = reference.rpartition(":")
+    module_name = os.path.splitext(path)[0].replace("/", ".")
+    if module_name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(module_name, os.path.join(root, path))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return getattr(sys.modules[module_name], name)
+
+
+def _target(root: str, model: dict):
+    module = _load(root, model["model"])()
+    args = _load(root, model["inputs"])()
+    shapes = _load(root, model["dynamic_shapes"])() if model.get("dynamic_shapes") else None
+    return module, args, shapes
+
+
+def _stock_export(module, args, shapes, path: str) -> None:
+    import torch
+
+    program = torch.onnx.export(module, args, dynamic_shapes=shapes, dynamo=True, verbose=False)
+    program.save(path)
+
+
+def cold(root: str, model: dict, out: str) -> None:
+    # What a user's script does: import torch, build the model, export, save.
+    import torch  # noqa: F401
+
+    sys.path.insert(0, root)
+    module, args, shapes = _target(root, model)
+    _stock_export(module, args, shapes, out)
+    print(json.dumps({"saved_at": time.time()}))
+
+
+def _median_of(runs: int, action) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def warm(root: str, models: list[dict], runs: int) -> None:
+    import os
+    import tempfile
+
+    import torch
+
+    from onnxlens.exporter.pipeline import Pipeline
+    from onnxlens.exporter.types import TargetSpec
+
+    sys.path.insert(0, root)
+    out_dir = tempfile.mkdtemp(prefix="onnxlens-bench-")
+    pipeline = Pipeline()
+    pipeline.warm_up()
+    results = {}
+    for model in models:
+        module, args, shapes = _target(root, model)
+        path = os.path.join(out_dir, f"{model['name']}-stock.onnx")
+        _stock_export(module, args, shapes, path)  # the first export in the process pays extra
+        row = {"warm_stock": _median_of(runs, lambda: _stock_export(module, args, shapes, path))}
+        row["torch_export"] = _median_of(
+            runs, lambda: torch.export.export(module, args, dynamic_shapes=shapes, strict=False))
+        for verify in (True, False):
+            spec = TargetSpec(
+                name=model["name"], root=root, model=model["model"], inputs=model["inputs"],
+                dynamic_shapes=model.get("dynamic_shapes"), verify=verify,
+                output=os.path.join(out_dir, f"{model['name']}.onnx"),
+                report=os.path.join(out_dir, "reports", f"{model['name']}.md"),
+            )
+            first = pipeline.run(spec)
+            assert first.status == "ok", first.findings
+            key = "pipeline_verify" if verify else "pipeline_no_verify"
+            row[key] = _median_of(runs, lambda: pipeline.run(spec))
+        results[model["name"]] = row
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "cold":
+        cold(sys.argv[2], json.loads(sys.argv[3]), sys.argv[4])
+    else:
+        warm(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]))

@@ -1,0 +1,261 @@
+"""onnxlens benchmarks: `.venv/bin/python benchmarks/run.py [--runs N]` writes benchmarks/RESULTS.md.
+
+For the examples' MLP and 6-layer encoder and a small transformers BERT, in one session:
+* cold: a fresh `python` that imports torch and calls torch.onnx.export(dynamo=True) (start ->
+  .onnx saved);
+* warm stock: torch.onnx.export(dynamo=True) again in a process that already did one;
+* onnxlens: a re-export job on the warm worker (ExportService, cache off), request -> result,
+  with verification (the default config) and without;
+* the limits: torch.export alone, and the onnxlens Pipeline in-process (warm, cached tables);
+* cache hit: ExportService.export with the cache on, target unchanged;
+* memory: the zygote's RSS, and a child's peak private memory (USS, sampled every 20 ms in runs
+  of their own, so sampling does not slow the timed runs).
+
+Every figure is the median of --runs runs (default 5). This process never imports torch: the
+in-process figures come from benchmarks/inprocess.py in subprocesses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from onnxlens.exporter.types import TargetSpec
+from onnxlens.server.exports import ExportService
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+INPROCESS = HERE / "inprocess.py"
+
+MODELS = [
+    {"name": "mlp", "source": REPO / "examples/models/mlp.py",
+     "model": "models/mlp.py:MLP", "inputs": "models/mlp.py:example_inputs"},
+    {"name": "encoder", "source": REPO / "examples/models/encoder.py",
+     "model": "models/encoder.py:build_encoder", "inputs": "models/encoder.py:example_inputs",
+     "dynamic_shapes": "models/encoder.py:dynamic_shapes"},
+    {"name": "bert", "source": HERE / "models/bert.py",
+     "model": "models/bert.py:build_model", "inputs": "models/bert.py:example_inputs"},
+]
+
+
+def _model_json(model: dict) -> str:
+    return json.dumps({k: v for k, v in model.items() if k != "source"})
+
+
+def _workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="onnxlens-bench-ws-"))
+    (root / "models").mkdir()
+    for model in MODELS:
+        shutil.copy(model["source"], root / "models" / model["source"].name)
+    return root
+
+
+def _spec(root: Path, model: dict, *, verify: bool) -> TargetSpec:
+    return TargetSpec(
+        name=model["name"], root=str(root), model=model["model"], inputs=model["inputs"],
+        dynamic_shapes=model.get("dynamic_shapes"), verify=verify,
+        output=str(root / ".onnxlens" / f"{model['name']}.onnx"),
+        report=str(root / ".onnxlens" / "reports" / f"{model['name']}.md"),
+    )
+
+
+def measure_cold(root: Path, runs: int) -> dict[str, float]:
+    results = {}
+    for model in MODELS:
+        times = []
+        for run in range(runs):
+            out = root / f"cold-{model['name']}-{run}.onnx"
+            start = time.time()
+            done = subprocess.run([sys.executable, str(INPROCESS), "cold", str(root), _model_json(model), str(out)],
+                                  capture_output=True, text=True, check=True)
+            times.append(json.loads(done.stdout.strip().splitlines()[-1])["saved_at"] - start)
+        results[model["name"]] = statistics.median(times)
+        print(f"cold {model['name']}: {results[model['name']]:.2f} s", flush=True)
+    return results
+
+
+def measure_in_process(root: Path, runs: int) -> dict[str, dict[str, float]]:
+    models = json.dumps([json.loads(_model_json(m)) for m in MODELS])
+    done = subprocess.run([sys.executable, str(INPROCESS), "warm", str(root), models, str(runs)],
+                          capture_output=True, text=True, check=True)
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"in-process: {results}", flush=True)
+    return results
+
+
+async def _timed_export(service: ExportService, spec: TargetSpec) -> float:
+    start = time.perf_counter()
+    result = await service.export(spec)
+    seconds = time.perf_counter() - start
+    assert result.status == "ok", result.findings
+    return seconds
+
+
+async def _peak_child_uss(service: ExportService, spec: TargetSpec) -> int:
+    peak = 0
+    task = asyncio.create_task(service.export(spec))
+    while not task.done():
+        for pid in service.worker.child_pids():
+            try:
+                peak = max(peak, psutil.Process(pid).memory_full_info().uss)
+            except psutil.Error:
+                pass
+        await asyncio.sleep(0.02)
+    assert (await task).status == "ok"
+    return peak
+
+
+async def measure_worker(root: Path, runs: int) -> dict[str, object]:
+    results: dict[str, object] = {}
+    service = ExportService(jobs=1, use_cache=False, root=str(root))
+    try:
+        start = time.perf_counter()
+        await service.start()
+        await service.worker.wait_ready()
+        results["zygote_start"] = time.perf_counter() - start
+        results["zygote_rss"] = psutil.Process(service.worker.pid).memory_info().rss
+        for model in MODELS:
+            row: dict[str, float] = {}
+            for verify in (True, False):
+                spec = _spec(root, model, verify=verify)
+                await _timed_export(service, spec)  # not timed: the first job of a target
+                times = [await _timed_export(service, spec) for _ in range(runs)]
+                row["onnxlens_verify" if verify else "onnxlens_no_verify"] = statistics.median(times)
+            row["child_uss"] = statistics.median(
+                [await _peak_child_uss(service, _spec(root, model, verify=True)) for _ in range(3)])
+            cache = ExportService(use_cache=True)
+            spec = _spec(root, model, verify=True)
+            assert cache.cached(spec) is not None, "the last export should be in the cache"
+            hits = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                hit = await cache.export(spec)
+                hits.append(time.perf_counter() - start)
+                assert hit.cached
+            row["cache_hit"] = statistics.median(hits)
+            results[model["name"]] = row
+            print(f"onnxlens {model['name']}: {row}", flush=True)
+    finally:
+        await service.shutdown()
+    return results
+
+
+def machine() -> list[str]:
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()
+    return [
+        f"* CPU: {cpu}; {os.cpu_count()} logical cores available",
+        f"* RAM: {psutil.virtual_memory().total / 2**30:.1f} GB",
+        f"* OS: {platform.platform()}",
+        f"* Python {platform.python_version()}; torch {importlib.metadata.version('torch')}, "
+        f"onnx {importlib.metadata.version('onnx')}, onnxscript {importlib.metadata.version('onnxscript')}, "
+        f"onnxruntime {importlib.metadata.version('onnxruntime')}, "
+        f"transformers {importlib.metadata.version('transformers')}",
+        f"* load average at the end (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
+    ]
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _x(ratio: float) -> str:
+    return f"{ratio:.1f}x"
+
+
+def report(cold, inproc, worker, runs: int, seconds: float) -> str:
+    lines = [
+        "# onnxlens benchmarks",
+        "",
+        f"Written by `.venv/bin/python benchmarks/run.py --runs {runs}` in {seconds / 60:.1f} min. Every figure is",
+        f"the median of {runs} runs, all measured in the same session. Models: the examples' MLP",
+        "(64-256-256-10) and 6-layer encoder (dynamic batch), and a randomly initialised transformers",
+        "BERT (hidden 128, 2 layers, 2 heads, intermediate 256; eval mode; inputs: ids + mask, 2x16).",
+        "",
+        "## Machine",
+        "",
+        *machine(),
+        "",
+        "## Export latency",
+        "",
+        "onnxlens = one re-export job sent to the warm worker (ExportService, cache off), from the",
+        "request to the result: fork, import the user's file fresh, capture, decompose, scan,",
+        "translate, check, **verify** (onnxruntime vs torch, as in the default config `verify = true`),",
+        "save, report. The stock exporter does not verify by default; the no-verify column compares",
+        "like with like.",
+        "",
+        "| | MLP | encoder | BERT |",
+        "|---|---|---|---|",
+    ]
+    names = [m["name"] for m in MODELS]
+
+    def row(label: str, values) -> None:
+        lines.append(f"| {label} | " + " | ".join(values) + " |")
+
+    row("cold: fresh python, import torch, torch.onnx.export, save", [_s(cold[n]) for n in names])
+    row("warm stock: torch.onnx.export again in the same process", [_s(inproc[n]["warm_stock"]) for n in names])
+    row("**onnxlens re-export, verify on (default)**", [_s(worker[n]["onnxlens_verify"]) for n in names])
+    row("onnxlens re-export, verify off", [_s(worker[n]["onnxlens_no_verify"]) for n in names])
+    row("limit: Pipeline in-process (warm, cached tables), verify on", [_s(inproc[n]["pipeline_verify"]) for n in names])
+    row("limit: Pipeline in-process, verify off", [_s(inproc[n]["pipeline_no_verify"]) for n in names])
+    row("limit: torch.export.export alone", [_s(inproc[n]["torch_export"]) for n in names])
+    row("cache hit (ExportService.export, unchanged target)", [_s(worker[n]["cache_hit"]) for n in names])
+    lines += ["", "## Ratios", "", "| | MLP | encoder | BERT |", "|---|---|---|---|"]
+    row("warm stock / onnxlens (verify on)", [_x(inproc[n]["warm_stock"] / worker[n]["onnxlens_verify"]) for n in names])
+    row("warm stock / onnxlens (verify off)", [_x(inproc[n]["warm_stock"] / worker[n]["onnxlens_no_verify"]) for n in names])
+    row("cold / onnxlens (verify on)", [_x(cold[n] / worker[n]["onnxlens_verify"]) for n in names])
+    row("onnxlens / in-process pipeline (verify on)", [_x(worker[n]["onnxlens_verify"] / inproc[n]["pipeline_verify"]) for n in names])
+    row("onnxlens / in-process pipeline (verify off)", [_x(worker[n]["onnxlens_no_verify"] / inproc[n]["pipeline_no_verify"]) for n in names])
+    lines += [
+        "",
+        "## Memory",
+        "",
+        f"* zygote RSS after warm-up: {worker['zygote_rss'] / 2**20:.0f} MB "
+        f"(started and warmed up in {worker['zygote_start']:.1f} s)",
+        "* a child's peak private memory (USS, sampled every 20 ms; median of 3 jobs): "
+        + ", ".join(f"{n} {worker[n]['child_uss'] / 2**20:.0f} MB" for n in names),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    root = _workspace()
+    try:
+        cold = measure_cold(root, args.runs)
+        inproc = measure_in_process(root, args.runs)
+        worker = asyncio.run(measure_worker(root, args.runs))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    text = report(cold, inproc, worker, args.runs, time.perf_counter() - started)
+    args.output.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
