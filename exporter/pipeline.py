@@ -400,8 +400,17 @@ class Pipeline:
             job.log(f"could not write the export report: {type(error).__name__}: {error}")
 
     def _internal_finding(self, job: _Job, error: BaseException) -> Finding:
+        """An exception no stage expected: user code that raised past torch (sys.exit in forward,
+        say), or a bug of ours. Either way a finding of the stage, never a traceback."""
+        from onnxlens.exporter.locations import frames_from_summary
+
         code = _STAGE_CODES.get(job.stage, "translation")
-        return _error_finding(job, error, code, job.stage, f"onnxlens failed in the {job.stage} stage")
+        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
+        if any(job.workspace.contains(frame.file) for frame in frames):
+            context = f"your code raised during the {job.stage} stage"
+        else:
+            context = f"onnxlens failed in the {job.stage} stage (please report this)"
+        return _error_finding(job, error, code, job.stage, context)
 
 
 # -- the export steps, as `_core.export` does them ----------------------------------------------
