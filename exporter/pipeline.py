@@ -283,10 +283,12 @@ class Pipeline:
         missing = scanning.unsupported_ops(job.decomposed, job.registry)
         if not missing:
             return
-        located = self._locate_helpers(job, missing)
+        # Ops traced through generated code (torch.cond / while_loop branches) lack their line.
+        in_branches = any(frame.file.startswith("<eval_with_key>") for op in missing for frame in op.frames)
+        located = self._locate_in_branches(job, missing) if in_branches else missing
         job.fail(scanning.findings_for(located, job.workspace, job.fallback()))
 
-    def _locate_helpers(self, job: _Job, missing: list) -> list:
+    def _locate_in_branches(self, job: _Job, missing: list) -> list:
         """Re-capture strictly to blame the innermost user line of ops in torch.cond branches.
 
         Non-strict capture (with helper frames kept, see stacks.py) traces torch.cond branches
