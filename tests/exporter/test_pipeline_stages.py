@@ -186,3 +186,25 @@ def test_warm_up_builds_the_tables_that_later_jobs_reuse(workspace):
     assert pipeline.run(small(workspace)).status == "ok"
     assert pipeline.tables._registries[20] is registry  # not rebuilt per job, as the public API does
     assert pipeline.tables._decompositions == decompositions
+
+
+def test_sys_exit_in_forward_is_a_finding_on_its_line(workspace):
+    write(workspace, "exits.py", '''
+        import sys
+
+        import torch
+
+
+        class Exits(torch.nn.Module):
+            def forward(self, x):
+                sys.exit(3)
+
+
+        def inputs():
+            return (torch.randn(2),)
+    ''')
+    result = shared_pipeline().run(spec_for(workspace, "exits", "exits.py:Exits", "exits.py:inputs"))
+    assert [(f.code, f.stage) for f in result.findings] == [("torch-export", "capture")]
+    finding = result.findings[0]
+    assert finding.location.line == line_of(workspace / "exits.py", "sys.exit(3)")
+    assert "SystemExit" in finding.message and "your code raised" in finding.message
