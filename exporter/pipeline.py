@@ -144,8 +144,9 @@ class Pipeline:
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None
-            self._write_report(job)
+            # Before the report, which shows it; the report itself takes milliseconds.
             result.seconds = time.perf_counter() - start
+            self._write_report(job)
         return result
 
     # -- stages -------------------------------------------------------------------------------
