@@ -55,6 +55,7 @@ class OnnxlensServer(LanguageServer):
         # editor just saved (didSave already handled it) must not export twice.
         self.signatures: dict[str, tuple[int, int] | None] = {}
         self._lines: dict[str, tuple[int, list[str]]] = {}  # path -> (mtime_ns, lines), for line_text
+        self.config_reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending reload
 
     # --- logging -------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
@@ -152,7 +153,7 @@ class OnnxlensServer(LanguageServer):
                 uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
 
     def _entries(self, project: Project, owner: str, findings: list[Finding]) -> list[Entry]:
-        features = DiagnosticFeatures.of(self.client_capabilities)
+        features = DiagnosticFeatures.of(self.client_capabilities, self.workspace.position_encoding)
         entries = []
         for finding in findings:
             if finding.location is None:
@@ -161,8 +162,7 @@ class OnnxlensServer(LanguageServer):
                 finding = dataclasses.replace(finding, location=self._fallback_location(project, owner))
             finding.location.file = norm(finding.location.file)
             diagnostic = to_diagnostic(finding, self.line_text, features,
-                                       data={"config": project.key, "target": owner},
-                                       units=self.workspace.position_codec.client_num_units)
+                                       data={"config": project.key, "target": owner})
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return entries
