@@ -67,7 +67,7 @@ def on_disk_change(ls: OnnxlensServer, path: str) -> None:
         # the line naming it and clears the target's old diagnostics; its return re-adds the
         # target. Reloading an unchanged config exports nothing.
         for project in projects:
-            config_changed(ls, project)
+            _reload_config_soon(ls, project)
     file_changed(ls, path, reason=f"{Path(path).name} changed on disk")
 
 
