@@ -465,10 +465,10 @@ class Zygote:
                 os.killpg(job.pid, signal.SIGKILL)  # whatever the user's code left running
             except (ProcessLookupError, PermissionError):
                 pass
-            _, status = os.waitpid(job.pid, 0)
-            self._finish(job, status)
+            _, status, usage = os.wait4(job.pid, 0)
+            self._finish(job, status, usage)
 
-    def _finish(self, job: Job, status: int) -> None:
+    def _finish(self, job: Job, status: int, usage: Any) -> None:
         # Read what the child wrote before it died (its result may be among it). A grandchild
         # still holding a pipe open must not block us: read only what is there.
         while self._on_events(job):
@@ -498,7 +498,8 @@ class Zygote:
         if self.preload and not self.retiring:
             self.preload_wanted.update(job.imports)
         del self.jobs[job.id]
-        self._send({"type": "exited", "id": job.id, "status": status})
+        self._send({"type": "exited", "id": job.id, "status": status,
+                    "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss})
 
 
 def _read_some(fd: int | None) -> bytes | None:

@@ -98,6 +98,9 @@ class Worker:
         self.env = worker_environment(env, self.preload_deny)
         self.retiring = False  # still finishing its jobs, but takes no new ones
         self.preloaded_modules = 0
+        # The `exited` frames of the last jobs: CPU seconds and peak RSS of each child.
+        self.recent_exits: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+        self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
         self.warm_up_seconds: float | None = None
@@ -255,6 +258,7 @@ class Worker:
             for future in (job.started, job.result):
                 if not future.done():
                     future.set_exception(WorkerDied(f"the export worker {self._end}"))
+                    future.exception()  # retrieved: the job may wait on the other one only
             if not job.exited.done():
                 job.exited.set_result(None)
         self._jobs.clear()
@@ -300,6 +304,8 @@ class Worker:
             if not job.result.done():
                 job.result.set_result(message)
         elif kind == "exited":
+            self.recent_exits.append(message)
+            self.exit_count += 1
             if not job.exited.done():
                 job.exited.set_result(message.get("status"))
             if job.result.done():
