@@ -18,13 +18,18 @@ from typing import Any, Callable
 import torch
 from torch.onnx._internal.exporter import _capture_strategies
 
-from onnxlens.exporter.locations import (Frame, Workspace, frames_from_summary, locate, source_line)
+from onnxlens.exporter.locations import (Frame, Workspace, frames_from_summary, is_library_file, locate,
+                                          source_line)
 from onnxlens.exporter.types import Finding, Fix, Location
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
 _GB_URL_RE = re.compile(r"https://\S+/gb/gb\d+\.html")
 _CHECK_FIX_RE = re.compile(r"^\s*\d+\.\s*(torch\._check\(.*\))\s*$", re.MULTILINE)
 _BLAME_RE = re.compile(r'The following call raised this error:\s*\n\s*File "(.+?)", line (\d+)')
+
+DATA_DEPENDENT_LEAD = ("data-dependent: this line needs the value of a tensor, which torch.export does not "
+                       "know while tracing (branch with torch.cond or compute both sides with torch.where; "
+                       "state known facts with torch._check(...))")
 
 STRATEGIES = (
     ("non-strict", _capture_strategies.TorchExportNonStrictStrategy),
@@ -99,15 +104,29 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
 
 def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback: Location | None,
                          draft: list[tuple[str, str, list[Frame]]]) -> list[Finding]:
-    """One finding per distinct user line among all strategies' errors and draft_export's report."""
+    """One finding per distinct user line among all strategies' errors and draft_export's report.
+
+    An error without any user line (shown at the model's definition) is only its own finding
+    when no other strategy located the problem; otherwise it becomes a note of the located one.
+    """
     findings: dict[tuple, Finding] = {}
+    unlocated: list[tuple[Attempt, Finding]] = []
     for attempt in capture_result.attempts:
-        finding = _finding_for_error(attempt, workspace, fallback)
+        finding, located = _finding_for_error(attempt, workspace, fallback)
+        if not located:
+            unlocated.append((attempt, finding))
+            continue
         key = _key(finding)
         if key in findings:
             findings[key].message += f"\n(torch.export {attempt.strategy} mode fails here too: {_headline(attempt.error)})"
         else:
             findings[key] = finding
+    for attempt, finding in unlocated:
+        if findings:
+            first = next(iter(findings.values()))
+            first.message += f"\n(torch.export {attempt.strategy} mode also failed: {_headline(attempt.error)})"
+        else:
+            findings.setdefault(_key(finding), finding)
     for kind, description, frames in draft:
         location, related, text = locate(frames, workspace)
         if location is None:
@@ -126,11 +145,15 @@ def _key(finding: Finding) -> tuple:
     return (location.file, location.line) if location else ("", 0)
 
 
-def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> Finding:
+def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
+    """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
     frames = _user_frames(error, workspace)
     location, related, text = locate(frames, workspace) if frames else (None, [], None)
+    located = location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
+    if is_data_dependent(error):
+        message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL
     for item in _chain(error):
         match = _GB_URL_RE.search(str(item))
@@ -142,8 +165,9 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
         text = source_line(location.file, location.line)
         message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
     fixes = _check_fixes(error, location, text)
-    return Finding(code="torch-export", stage="capture", location=location, related=related,
-                   source_line=text, docs_url=docs_url, fixes=fixes, message=message)
+    finding = Finding(code="torch-export", stage="capture", location=location, related=related,
+                      source_line=text, docs_url=docs_url, fixes=fixes, message=message)
+    return finding, located
 
 
 def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
@@ -169,6 +193,11 @@ def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
         match = _BLAME_RE.search(str(item))
         if match:
             return [Frame(match.group(1), int(match.group(2)))]
+    # No user frame at all: third-party library frames (a transformers model) still help.
+    for item in _chain(error):
+        frames = frames_from_summary(traceback.extract_tb(item.__traceback__))
+        if any(not is_library_file(f.file) for f in frames):
+            return frames
     return []
 
 

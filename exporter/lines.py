@@ -20,10 +20,14 @@ STACK_TRACE = "pkg.torch.onnx.stack_trace"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 
 
-def line_infos(model: ir.Model, workspace: Workspace) -> list[LineInfo]:
+def line_infos(model: ir.Model, workspace: Workspace, full_traces: dict[str, str] | None = None) -> list[LineInfo]:
+    """`full_traces`: FX node name -> stack trace with helper frames (stacks.py), when known."""
     by_line: dict[tuple[str, int], LineInfo] = {}
+    full_traces = full_traces or {}
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        frames = frames_from_stack_trace(node.metadata_props.get(STACK_TRACE))
+        scopes = _scopes(node.metadata_props.get(NAME_SCOPES))
+        trace = full_traces.get(scopes[-1]) if scopes else None
+        frames = frames_from_stack_trace(trace or node.metadata_props.get(STACK_TRACE))
         frame = next((f for f in reversed(frames) if workspace.contains(f.file)), None)
         if frame is None:
             continue
@@ -32,7 +36,7 @@ def line_infos(model: ir.Model, workspace: Workspace) -> list[LineInfo]:
         if info is None:
             info = by_line[key] = LineInfo(file=key[0], line=key[1])
         info.ops[node.op_type] = info.ops.get(node.op_type, 0) + 1
-        module = _module_path(node.metadata_props.get(NAME_SCOPES))
+        module = _module_path(scopes)
         if module and module not in info.modules:
             info.modules.append(module)
         for value in node.outputs:
@@ -42,15 +46,20 @@ def line_infos(model: ir.Model, workspace: Workspace) -> list[LineInfo]:
     return sorted(by_line.values(), key=lambda info: (info.file, info.line))
 
 
-def _module_path(scopes: str | None) -> str | None:
-    """name_scopes is repr([module path..., node name]); the innermost module is the one before last."""
-    if not scopes:
-        return None
+def _scopes(text: str | None) -> list[str]:
+    """name_scopes is repr([module path..., FX node name])."""
+    if not text:
+        return []
     try:
-        values = ast.literal_eval(scopes)
+        values = ast.literal_eval(text)
     except (ValueError, SyntaxError):
-        return None
-    paths = [v for v in values[:-1] if v]
+        return []
+    return [str(v) for v in values] if isinstance(values, list) else []
+
+
+def _module_path(scopes: list[str]) -> str | None:
+    """The innermost module's path: the scope before the node name."""
+    paths = [v for v in scopes[:-1] if v]
     return paths[-1] if paths else None
 
 

@@ -13,12 +13,13 @@ an in-process pipeline serving many runs sees the files as they are now.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import os
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,6 @@ class LoadedTarget:
     kwargs: dict
     dynamic_shapes: Any = None
     custom_translations: dict | None = None
-    model_location: Location | None = None
-    extra_files: list[str] = field(default_factory=list)
 
 
 def workspace_module_files(workspace: Workspace) -> dict[str, str]:
@@ -62,7 +61,39 @@ def forget_workspace_modules(workspace: Workspace) -> None:
     """Drop workspace modules so the next import reads the files as they are now."""
     for name in workspace_module_files(workspace):
         sys.modules.pop(name, None)
+    _install_fresh_finder(workspace)
     importlib.invalidate_caches()
+
+
+class FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Compiles workspace files from source, never from __pycache__.
+
+    A .pyc is trusted when the source's mtime (in whole seconds) and size match: an edit that
+    keeps the size, saved within a second of the last import (`relu` -> `tanh`), would run the
+    old code. Workspace files are few and small; compiling them costs milliseconds.
+    """
+
+    def get_code(self, fullname):
+        return self.source_to_code(self.get_data(self.path), self.path)
+
+
+def _install_fresh_finder(workspace: Workspace) -> None:
+    """Route imports of workspace directories through FreshSourceLoader (first path hook)."""
+    loaders = [(FreshSourceLoader, importlib.machinery.SOURCE_SUFFIXES),
+               (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+               (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES)]
+
+    def hook(path: str):
+        if not os.path.isdir(path) or not workspace.contains(os.path.join(path, "__init__.py")):
+            raise ImportError("not a workspace directory")  # the next hook handles it
+        return importlib.machinery.FileFinder(path, *loaders)
+
+    hook.onnxlens_root = workspace.root
+    sys.path_hooks[:] = [h for h in sys.path_hooks if getattr(h, "onnxlens_root", None) is None]
+    sys.path_hooks.insert(0, hook)
+    for path in list(sys.path_importer_cache):
+        if path and os.path.isdir(path) and workspace.contains(os.path.join(path, "__init__.py")):
+            del sys.path_importer_cache[path]
 
 
 class Loader:
@@ -127,7 +158,7 @@ class Loader:
                     return module
         # Not importable under its dotted name (dashes in names, shadowed by an installed
         # package): load it from the file, registered under that name so dynamo can find it.
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(name, path, loader=FreshSourceLoader(name, str(path)))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:

@@ -44,6 +44,9 @@ class Workspace:
         self.root = os.path.realpath(root)
         self.output_dir = os.path.realpath(output_dir) if output_dir else None
         self._cache: dict[str, bool] = {}
+        # Resolving symlinks costs a few syscalls a path; thousands of loaded modules are checked
+        # per job, and nearly all of them are textually outside the root.
+        self._prefixes = tuple({os.path.abspath(root).rstrip(os.sep) + os.sep, self.root.rstrip(os.sep) + os.sep})
 
     def contains(self, path: str | None) -> bool:
         if not path or path.startswith("<"):
@@ -51,6 +54,9 @@ class Workspace:
         known = self._cache.get(path)
         if known is not None:
             return known
+        if not os.path.abspath(path).startswith(self._prefixes):
+            self._cache[path] = False
+            return False
         real = os.path.realpath(path)
         inside = _is_under(real, self.root) and not (
             self.output_dir and _is_under(real, self.output_dir)
@@ -140,7 +146,12 @@ def locate(frames: list[Frame], workspace: Workspace, *, call_names: list[str] |
             primary_index = index
             break
     if primary_index is None:
-        return None, [], None
+        # No user frame (a library model, say transformers): the caller shows the finding at the
+        # model's definition; the library frames still say where it happened, innermost first.
+        related = [Related(file=os.path.realpath(f.file), line=f.line, column=f.column or 1,
+                           message=f"inside {f.func or 'a call'} (library code)")
+                   for f in reversed(frames) if not is_library_file(f.file)]
+        return None, related, None
     frame = frames[primary_index]
     text = source_line(frame.file, frame.line)
     location = Location(file=os.path.realpath(frame.file), line=frame.line)

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 import traceback
 from typing import Any, Callable, Iterator
 
-from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
+from onnxlens.exporter.types import ExportResult, Finding, Location, Related, TargetSpec
 
 EventSink = Callable[[dict[str, Any]], None]
 
@@ -55,6 +56,8 @@ class _Job:
         self.decomposed = None
         self.onnx_program = None
         self.need_axis_mapping = False
+        self.anchors: set = set()  # helper-frame anchors the capture used (stacks.py)
+        self.shapes_location: Location | None = None  # the dynamic-shapes factory's definition
         self.raw_dynamic_shapes = None
         self.error: BaseException | None = None
         self.stage: str = "load"
@@ -96,6 +99,9 @@ class Pipeline:
         decomposed = _decompose(program, self.tables.decompositions(registry))
         onnx_program = _translate(decomposed, registry, DEFAULT_OPSET)
         onnx_program.model_proto.SerializeToString()
+        # Translating imported modules that define op namespaces (torch.ops._dir grew): build the
+        # tables for the namespaces jobs will see, or every forked child would rebuild them.
+        self.tables.decompositions(registry)
 
     def run(self, spec: TargetSpec, on_event: EventSink = lambda event: None) -> ExportResult:
         start = time.perf_counter()
@@ -172,6 +178,9 @@ class Pipeline:
             model = loader.call_factory(model_factory, "model")
             args, kwargs = loading.split_inputs(loader.call_factory(inputs_factory, "inputs"))
             dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
+            job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
+            if callable(custom) and not isinstance(custom, dict):  # a function building the table
+                custom = loader.call_factory(custom, "custom-translations")
         except loading.LoadError as error:
             job.error = error.cause
             if error.finding.location is None:
@@ -182,8 +191,6 @@ class Pipeline:
         if not isinstance(model, torch.nn.Module):
             job.fail([Finding(code="setup", stage="load", location=job.fallback(),
                               message=f"the model factory {spec.model} returned {type(model).__name__}, not a torch.nn.Module")])
-        if callable(custom) and not isinstance(custom, dict):
-            custom = loader.call_factory(custom, "custom-translations")
         problems = validate_custom_table(custom) if custom is not None else []
         if problems:
             job.fail([Finding(code="setup", stage="load", location=_reference_location(spec.custom_translations, spec.root),
@@ -206,12 +213,17 @@ class Pipeline:
 
     def _capture(self, job: _Job) -> None:
         from onnxlens.exporter import capture as capturing
+        from onnxlens.exporter.stacks import helper_frames_kept
 
         target = job.target
-        captured = capturing.capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
+        with helper_frames_kept(_workspace_files(job)) as anchors:
+            captured = capturing.capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
         if captured.program is not None:
             job.program = captured.program
+            # Only non-strict traces carry the extra helper frames (see stacks.py).
+            job.anchors = anchors if captured.strategy == "non-strict" else set()
             self._write_program_dump(job)
+            self._check_dynamic_dims(job)
             return
         job.error = captured.attempts[0].error if captured.attempts else None
         draft = []
@@ -222,9 +234,44 @@ class Pipeline:
                 job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
         job.fail(capturing.findings_for_failure(captured, job.workspace, job.fallback(), draft))
 
+    def _check_dynamic_dims(self, job: _Job) -> None:
+        """Warn when dimensions asked to be dynamic came out static.
+
+        When the model's code forces a dimension to one value (say `x.reshape(16)` of a
+        (batch, 4) input), torch.export refuses the dynamic shape, and the exporter silently retries
+        with the fixes torch suggests: the export "works" but the ONNX model has a fixed size.
+        """
+        import torch
+
+        requested = _count_dynamic(job.target.dynamic_shapes)
+        if not requested:
+            return
+        specs = job.program.graph_signature.input_specs
+        user_inputs = {spec.arg.name for spec in specs if spec.kind.name == "USER_INPUT"}
+        shapes = []
+        dynamic = 0
+        for node in job.program.graph.nodes:
+            if node.op == "placeholder" and node.name in user_inputs:
+                value = node.meta.get("val")
+                if isinstance(value, torch.Tensor):
+                    dynamic += sum(1 for dim in value.shape if isinstance(dim, torch.SymInt))
+                    shapes.append(f"{node.name}: [{', '.join(str(d) for d in value.shape)}]")
+        if dynamic >= requested:
+            return
+        location = job.shapes_location or job.fallback()
+        job.result.findings.append(Finding(
+            code="torch-export", severity="warning", stage="capture", location=location,
+            source_line=None, docs_url="https://pytorch.org/docs/stable/export.html#dynamic-shapes",
+            message=(f"{requested - dynamic} of the {requested} dimensions declared dynamic came out static: "
+                     "the model's code fixes their size, and torch.export specialized them "
+                     f"(the exported inputs are {'; '.join(shapes)}). The ONNX model only accepts those sizes.")))
+
     def _decompose(self, job: _Job) -> None:
+        from onnxlens.exporter.stacks import restore_stock_traces
+
         try:
             job.decomposed = _decompose(job.program, self.tables.decompositions(job.registry, job.custom_key))
+            restore_stock_traces(job.decomposed, job.anchors)
         except Exception as error:  # noqa: BLE001 - any decomposition failure is a finding
             job.error = error
             job.fail([_error_finding(job, error, "decomposition", "decompose",
@@ -240,29 +287,28 @@ class Pipeline:
         job.fail(scanning.findings_for(located, job.workspace, job.fallback()))
 
     def _locate_helpers(self, job: _Job, missing: list) -> list:
-        """Re-capture with helper frames kept, to blame helper functions' own lines.
+        """Re-capture strictly to blame the innermost user line of ops in torch.cond branches.
 
-        Only on this failure path: the default capture must record the stock stack traces (they
-        end up in the ONNX metadata). If the re-capture fails, forward's lines still stand.
+        Non-strict capture (with helper frames kept, see stacks.py) traces torch.cond branches
+        through dynamo-generated code and records them only down to the `torch.cond(...)` call;
+        strict capture records the whole user stack, branches included. On this failure path
+        only, each op gets the deepest user chain either capture found.
         """
-        from onnxlens.exporter import capture as capturing
-        from onnxlens.exporter import scan as scanning
-        from onnxlens.exporter.loader import workspace_module_files
+        from torch.onnx._internal.exporter import _capture_strategies
 
-        target = job.target
-        files = sorted(set(workspace_module_files(job.workspace).values()) | set(_raw_module_files(job)))
+        from onnxlens.exporter import scan as scanning
+
         try:
-            with scanning.stack_traces_through(files):
-                program = capturing.capture(target.model, target.args, target.kwargs,
-                                            target.dynamic_shapes, lambda text: None).program
-            if program is None:
+            outcome = _capture_strategies.TorchExportStrictStrategy(verbose=False)(
+                job.target.model, job.target.args, job.target.kwargs, dynamic_shapes=job.target.dynamic_shapes)
+            if outcome.exported_program is None:
                 return missing
-            decomposed = _decompose(program, self.tables.decompositions(job.registry, job.custom_key))
-            again = scanning.unsupported_ops(decomposed, job.registry)
-        except Exception as error:  # noqa: BLE001 - forward's lines are still right
-            job.log(f"could not re-capture to locate helper functions: {type(error).__name__}: {error}")
+            decomposed = _decompose(outcome.exported_program, self.tables.decompositions(job.registry, job.custom_key))
+            strict = scanning.unsupported_ops(decomposed, job.registry)
+        except Exception as error:  # noqa: BLE001 - the non-strict lines still stand
+            job.log(f"strict re-capture to locate ops failed: {type(error).__name__}: {error}")
             return missing
-        return again if len(again) == len(missing) else missing
+        return scanning.deepest_frames(missing, [strict], job.workspace)
 
     def _translate(self, job: _Job) -> None:
         from onnxlens.exporter.lines import line_infos
@@ -277,7 +323,15 @@ class Pipeline:
             job.fail([_error_finding(job, error, "translation", "translate", "translating to ONNX failed")])
         graph = job.onnx_program.model.graph
         job.result.node_count = len(graph)
-        job.result.lines = line_infos(job.onnx_program.model, job.workspace)
+        from onnxlens.exporter.scan import graph_modules
+        from onnxlens.exporter.stacks import FULL_TRACE
+
+        full_traces: dict[str, str] = {}
+        for module in graph_modules(job.decomposed):
+            for node in module.graph.nodes:
+                if FULL_TRACE in node.meta:
+                    full_traces.setdefault(node.name, node.meta[FULL_TRACE])
+        job.result.lines = line_infos(job.onnx_program.model, job.workspace, full_traces)
 
     def _check(self, job: _Job) -> None:
         import onnx
@@ -298,7 +352,8 @@ class Pipeline:
         from onnxlens.exporter.verify import verify
 
         try:
-            summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs)
+            summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
+                                       root=job.spec.root)
         except NotImplementedError:
             job.log("verification is not available in this build")
             return
@@ -390,24 +445,42 @@ def _translate(decomposed: Any, registry: Any, opset: int, input_names: list[str
 
 def _error_finding(job: _Job, error: BaseException, code: str, stage: str, context: str) -> Finding:
     """A finding for an exception: on the FX node it names if any, else the user's frames, else
-    the model's definition."""
+    the model's definition. User code that raised on the way (a custom translation, say) is a
+    related location."""
     from onnxlens.exporter.locations import frames_from_stack_trace, frames_from_summary, locate, source_line
 
+    chain = []
+    item: BaseException | None = error
+    while item is not None and item not in chain:
+        chain.append(item)
+        item = item.__cause__ or item.__context__
+    raised_frames = [frame for item in chain for frame in frames_from_summary(traceback.extract_tb(item.__traceback__))]
     location, related, text = None, [], None
     node = _node_named_in(job, error)
     if node is not None:
-        location, related, text = locate(frames_from_stack_trace(node.meta.get("stack_trace")), job.workspace)
+        from onnxlens.exporter.stacks import full_stack_trace
+
+        location, related, text = locate(frames_from_stack_trace(full_stack_trace(node)), job.workspace)
+        innermost = next((f for f in reversed(raised_frames) if job.workspace.contains(f.file)), None)
+        if innermost is not None:
+            related = [Related(file=os.path.realpath(innermost.file), line=innermost.line,
+                               message="raised here", column=innermost.column or 1)] + related
     if location is None:
-        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
-        location, related, text = locate(frames, job.workspace)
-    message = f"{context}: {type(error).__name__}: {_short(str(error))}"
-    cause = error.__cause__
-    if cause is not None:
-        message += f"\ncaused by {type(cause).__name__}: {_short(str(cause))}"
+        location, related, text = locate(raised_frames, job.workspace)
+    root = chain[-1]
+    message = f"{context}: {type(root).__name__}: {_short(str(root))}"
+    if root is not error:
+        message += f"\n({type(error).__name__}: {_short(_first_line(str(error)), 400)})"
+    if node is not None:
+        message = message.replace(f"{context}:", f"{context} at node {node.name} ({node.target}):", 1)
     if location is None and job.fallback() is not None:
         location = Location(**job.fallback().to_dict())
         text = source_line(location.file, location.line)
     return Finding(code=code, stage=stage, location=location, related=related, source_line=text, message=message)
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
 
 
 def _node_named_in(job: _Job, error: BaseException):
@@ -423,23 +496,58 @@ def _node_named_in(job: _Job, error: BaseException):
         texts.append(str(item))
         item = item.__cause__ or item.__context__
     text = "\n".join(texts)
-    for module in graph_modules(program):
-        for node in module.graph.nodes:
-            if node.op == "call_function" and (node.format_node() in text or f"'{node.name}'" in text
-                                               or f'"{node.name}"' in text):
-                return node
+    nodes = [node for module in graph_modules(program) for node in module.graph.nodes
+             if node.op == "call_function"]
+    # The exporter's own wording first ("Error when translating node %name : ..."), then any
+    # quoted node name (onnx.checker names ONNX nodes after the FX nodes they came from).
+    for node in nodes:
+        if node.format_node() in text:
+            return node
+    for node in nodes:
+        if (f"'{node.name}'" in text or f'"{node.name}"' in text
+                or re.search(rf"\bnode[ _]{re.escape(node.name)}\b", text)):
+            return node
     return None
 
 
-def _raw_module_files(job: _Job) -> list[str]:
+def _workspace_files(job: _Job) -> list[str]:
+    """Loaded workspace modules' files, as imported (frames use these names) and resolved."""
     import sys
 
-    files = []
+    files = set()
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         if path and job.workspace.contains(path):
-            files.append(path)
-    return files
+            files.add(path)
+            files.add(os.path.realpath(path))
+    return sorted(files)
+
+
+def _count_dynamic(shapes: Any) -> int:
+    """Dimensions declared dynamic in a dynamic_shapes spec (Dim objects, AUTO/DYNAMIC, names)."""
+    import torch
+
+    if shapes is None:
+        return 0
+    if isinstance(shapes, dict) and all(isinstance(key, int) for key in shapes):
+        return sum(1 for value in shapes.values() if _is_dynamic_dim(value, torch))
+    if isinstance(shapes, dict):
+        return sum(_count_dynamic(value) for value in shapes.values())
+    if isinstance(shapes, (list, tuple)):
+        if shapes and all(not isinstance(v, (dict, list, tuple)) for v in shapes) and any(
+                _is_dynamic_dim(v, torch) for v in shapes):
+            return sum(1 for value in shapes if _is_dynamic_dim(value, torch))
+        return sum(_count_dynamic(value) for value in shapes)
+    return 0
+
+
+def _is_dynamic_dim(value: Any, torch: Any) -> bool:
+    if value is None or isinstance(value, int):
+        return False
+    dim_hint = getattr(torch.export, "Dim", None)
+    if dim_hint is not None and value in (getattr(dim_hint, "STATIC", object()),):
+        return False
+    return True
 
 
 def _reference_location(ref: str | None, root: str) -> Location | None:

@@ -8,7 +8,6 @@ same `_dispatching.dispatch` and registry the translation will use, and report t
 
 from __future__ import annotations
 
-import contextlib
 import operator
 import os
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from torch.onnx._internal.exporter import _core, _dispatching
 
 from onnxlens.exporter.locations import (Frame, Workspace, call_names_for_op, frames_from_stack_trace,
                                           locate, source_line)
+from onnxlens.exporter.stacks import full_stack_trace
 from onnxlens.exporter.types import Finding, Location
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
@@ -54,7 +54,7 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             stack = node.meta.get("nn_module_stack") or {}
             module_path = list(stack.values())[-1][0] if stack else None
             found.append(UnsupportedOp(op=_op_name(node.target), reason=reason,
-                                       frames=frames_from_stack_trace(node.meta.get("stack_trace")),
+                                       frames=frames_from_stack_trace(full_stack_trace(node)),
                                        torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
                                        module_path=module_path))
     return found
@@ -78,8 +78,13 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
         names = list(dict.fromkeys(op.op for op in group))
         call_names = [name for op in group for name in call_names_for_op(op.torch_fn, op.op)]
         location, related, text = locate(group[0].frames, workspace, call_names=call_names)
-        message = (f"no ONNX translation for {', '.join(names)}"
-                   f" ({group[0].reason.rstrip('.')}); register one with custom-translations")
+        callee = _callee(text, location)
+        message = f"no ONNX translation for {', '.join(names)}"
+        if callee:
+            message += f" (from {callee})"
+        if "complex" in group[0].reason:
+            message += " for complex-valued inputs"
+        message += "; give one in the target's custom-translations table, or avoid the op"
         if location is None and fallback is not None:
             location = Location(**fallback.to_dict())
             text = source_line(location.file, location.line)
@@ -92,43 +97,42 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
     return findings
 
 
-@contextlib.contextmanager
-def stack_traces_through(files: list[str]) -> Iterator[None]:
-    """Make non-strict capture keep frames of every function in `files`, not only `forward`.
+def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp]],
+                   workspace: Workspace) -> list[UnsupportedOp]:
+    """For each op, the call chain with the most user frames among other captures of the model.
 
-    Non-strict tracing records only frames of functions named `forward` (and registered
-    "anchors"), so an op called in a helper function is blamed on forward's call of the helper.
-    Registering every code object of the workspace files as an anchor keeps the helper frames.
-    Only used to locate problems: the default export runs without it, so that its ONNX metadata
-    (which holds the stack traces) stays byte-identical to the public API's.
+    The n-th occurrence of an op in one capture is matched with the n-th occurrence of the same op
+    in another; a capture that found a different number of occurrences is not used for that op.
     """
-    from torch.fx import proxy
+    def occurrences(found: list[UnsupportedOp]) -> dict[str, list[UnsupportedOp]]:
+        by_op: dict[str, list[UnsupportedOp]] = {}
+        for op in found:
+            by_op.setdefault(op.op, []).append(op)
+        return by_op
 
-    anchors = getattr(proxy, "_STACK_TRACE_ANCHORS", None)
-    if anchors is None:  # older torch: helper frames stay lost, forward's line is still right
-        yield
-        return
-    added = set()
-    for file in files:
-        try:
-            with open(file, encoding="utf-8") as handle:
-                code = compile(handle.read(), file, "exec", dont_inherit=True)
-        except (OSError, SyntaxError, ValueError):
-            continue
-        for item in _code_objects(code):
-            # Frames name the file as it was imported; register the resolved path too.
-            for name in {file, os.path.realpath(file)}:
-                if (name, item.co_name) not in anchors:
-                    added.add((name, item.co_name))
-    anchors.update(added)
-    try:
-        yield
-    finally:
-        anchors.difference_update(added)
+    def depth(op: UnsupportedOp) -> int:
+        return sum(1 for frame in op.frames if workspace.contains(frame.file))
+
+    ours = occurrences(ops)
+    others = [occurrences(found) for found in candidates]
+    located = []
+    for name, group in ours.items():
+        for index, op in enumerate(group):
+            best = op
+            for other in others:
+                matches = other.get(name, [])
+                if len(matches) == len(group) and depth(matches[index]) > depth(best):
+                    best = UnsupportedOp(op=op.op, reason=op.reason, frames=matches[index].frames,
+                                         torch_fn=op.torch_fn or matches[index].torch_fn,
+                                         module_path=op.module_path)
+            located.append(best)
+    return located
 
 
-def _code_objects(code) -> Iterator[Any]:
-    yield code
-    for const in code.co_consts:
-        if hasattr(const, "co_consts"):
-            yield from _code_objects(const)
+def _callee(text: str | None, location: Location | None) -> str | None:
+    """`torch.linalg.eigvals` when the location's column range covers `torch.linalg.eigvals(h)`."""
+    if not text or location is None or not location.end_column or location.end_line != location.line:
+        return None
+    span = text[location.column - 1:location.end_column - 1]
+    name = span.split("(", 1)[0].strip()
+    return name if name and "(" in span and name.replace(".", "").replace("_", "").isalnum() else None

@@ -68,6 +68,9 @@ class Tables:
             table = _decomp.create_onnx_friendly_decomposition_table(onnx_ops)
             cia, python = _exported_program._split_decomp_table_to_cia_and_python_decomp(table)
             tables = DecompositionTables(cia, python)
+            # Namespaces only grow: tables for an older set of them are never asked for again.
+            for old in [k for k in self._decompositions if k[:2] == key[:2]]:
+                del self._decompositions[old]
             self._decompositions[key] = tables
         return DecompositionTables(dict(tables.cia_to_decomp), dict(tables.python_decomp_table))
 

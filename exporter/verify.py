@@ -98,8 +98,9 @@ class _Verification:
             torch_outputs = self.program.graph_module(*graph_inputs)
         if not isinstance(torch_outputs, (tuple, list)):
             torch_outputs = (torch_outputs,)
+        self.sessions = verify_runtime.Sessions(model)
         try:
-            session = verify_runtime.make_session(model)
+            session = self.sessions.session()
             onnx_outputs = verify_runtime.run(session, feeds)
         except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
             message = _first_line(error)
@@ -107,11 +108,7 @@ class _Verification:
             return [self._runtime_failure_finding(message)]
         del session
 
-        # The ONNX outputs are the FX output node's arguments, None dropped (as the exporter
-        # translates them): buffer mutations first, then the user outputs.
-        output_node = self.program.graph.output_node()
-        pairs = [(arg, value) for arg, value in zip(_as_sequence(output_node.args[0]), torch_outputs)
-                 if arg is not None]
+        pairs = self._user_output_pairs(torch_outputs)
         onnx_names = [v.name for v in model.graph.outputs]
         failing: list[_Divergence] = []
         for index, ((node, expected), actual) in enumerate(zip(pairs, onnx_outputs)):
@@ -141,12 +138,41 @@ class _Verification:
         if not failing:
             return []
 
-        divergence, checked = self._first_divergence(model, feeds, graph_inputs)
-        summary["intermediates_compared"] = checked
+        started = time.perf_counter()
+        try:
+            divergence, checked = self._first_divergence(model, feeds, graph_inputs)
+            summary["intermediates_compared"] = checked
+            summary["localisation_seconds"] = round(time.perf_counter() - started, 4)
+        except Exception as error:  # noqa: BLE001 - keep the output comparison, locate at the output
+            divergence = None
+            summary["localisation_error"] = f"{type(error).__name__}: {_first_line(error)}"
         if divergence is None:
             divergence = failing[0]
         summary["first_mismatch"] = self._describe(divergence)
         return [self._mismatch_finding(divergence, summary)]
+
+    def _user_output_pairs(self, torch_outputs) -> list[tuple[Any, Any]]:
+        """(producing FX node, torch value) for each ONNX graph output, in order.
+
+        The graph module returns one value per output spec (buffer and input mutations
+        first); the exporter makes ONNX outputs of the USER_OUTPUT specs only, skipping
+        constants and expanding multi-value outputs.
+        """
+        from torch.export import graph_signature
+
+        specs = self.program.graph_signature.output_specs
+        nodes = {n.name: n for n in self.program.graph.nodes}
+        if len(specs) != len(torch_outputs):
+            args = _as_sequence(self.program.graph.output_node().args[0])
+            return [(a, v) for a, v in zip(args, torch_outputs) if a is not None]
+        pairs = []
+        for spec, value in zip(specs, torch_outputs):
+            if (spec.kind != graph_signature.OutputKind.USER_OUTPUT
+                    or isinstance(spec.arg, graph_signature.ConstantArgument)):
+                continue
+            node = nodes.get(getattr(spec.arg, "name", None))
+            pairs.extend((node, v) for v in _as_sequence(value))
+        return pairs
 
     # --- localisation -------------------------------------------------------------------
 
@@ -170,8 +196,8 @@ class _Verification:
             if node.op != "call_function":
                 continue
             value = by_name.get(node.name) or by_meta.get(node.name)
-            if value is None or not value.name or value.name in skip:
-                continue
+            if value is None or not value.name or value.name in skip or value.type is None:
+                continue  # (onnxruntime needs a type for each graph output)
             candidates.append(_Candidate(node, value, value.name))
         return candidates
 
@@ -190,7 +216,7 @@ class _Verification:
                 extra.append(c.value)
                 seen.add(c.fetch_name)
         fetch = list(dict.fromkeys(c.fetch_name for c in candidates))
-        session = verify_runtime.make_session(model, extra)
+        session = self.sessions.session(extra)
         onnx_values = dict(zip(fetch, verify_runtime.run(session, feeds, fetch)))
         del session
         by_node = {c.node: c for c in candidates}
@@ -242,13 +268,13 @@ class _Verification:
         from onnxlens.exporter.verify_locate import locate_node_meta
 
         node = divergence.node
-        place = locate_node_meta(getattr(node, "meta", {}) or {}, self.root)
+        place = locate_node_meta(_traced_meta(node), self.root)
         comparison = divergence.comparison
         if place.module_path:
-            where = f"module `{place.module_path}` ({place.module_class.rsplit('.', 1)[-1]})"
+            where = f"module `{place.module_path}` ({(place.module_class or '?').rsplit('.', 1)[-1]})"
         else:
             where = "the top-level module"
-        what = f"FX node `{node.name}` ({_target_name(node)})"
+        what = f"FX node `{node.name}` ({_target_name(node)})" if node is not None else "an output"
         onnx_op = _onnx_op(divergence.value)
         if onnx_op:
             what += f" -> ONNX {onnx_op}"
@@ -277,10 +303,11 @@ class _Verification:
         from onnxlens.exporter.verify_locate import locate_node_meta
 
         location, related, source_line = None, [], None
-        # onnxruntime names the node as "Name:'node_view'" (kernel errors) or "Node (x)".
-        match = re.search(r"Name:'([^']+)'|[Nn]ode \(([^)]+)\)", message)
+        # onnxruntime names the node as "Name:'node_view'" (kernel errors), "Node (x)" or
+        # "node with name 'x'" (no kernel for the type).
+        match = re.search(r"Name:'([^']+)'|[Nn]ode \(([^)]+)\)|node with name '([^']+)'", message)
         if match:
-            node_name = match.group(1) or match.group(2)
+            node_name = next(group for group in match.groups() if group)
             for onnx_node in self.onnx_program.model.graph:
                 if onnx_node.name == node_name:
                     fx_name = _FX_NODE_NAME.match(onnx_node.metadata_props.get(_FX_NODE_META, ""))
@@ -294,6 +321,30 @@ class _Verification:
         return Finding(code="mismatch", severity="warning", stage="verify",
                        message=f"onnxruntime could not run the exported model: {message}",
                        location=location, related=related, source_line=source_line)
+
+
+def _traced_meta(node: Any) -> dict:
+    """The node's metadata, or that of the nearest node with a stack trace: nodes a
+    decomposition or a pass added may have none (their inputs, then their users, are the
+    closest user code)."""
+    meta = getattr(node, "meta", None) or {}
+    if meta.get("stack_trace") or not hasattr(node, "all_input_nodes"):
+        return meta
+    for neighbours in (lambda n: n.all_input_nodes, lambda n: list(n.users)):
+        seen, frontier = {node}, [node]
+        while frontier:
+            following = []
+            for current in frontier:
+                for other in neighbours(current):
+                    if other in seen:
+                        continue
+                    if other.meta.get("stack_trace"):
+                        return {**other.meta, "nn_module_stack": meta.get(
+                            "nn_module_stack", other.meta.get("nn_module_stack"))}
+                    seen.add(other)
+                    following.append(other)
+            frontier = following
+    return meta
 
 
 def _as_sequence(value: Any) -> tuple:

@@ -19,6 +19,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 
+from onnxlens.exporter import locations
 from onnxlens.exporter.types import Location, Related
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>[^\n]+)')
@@ -93,13 +94,11 @@ def is_library_file(path: str) -> bool:
 
 
 def is_user_file(path: str, root: str | None) -> bool:
-    """Inside the workspace (when `root` is given) and not an installed library."""
-    if is_library_file(path):
-        return False
+    """Inside the workspace (the pipeline's rule: not vendored, not a virtualenv) when `root`
+    is given; else any file outside installed libraries and the standard library."""
     if root is None:
-        return True
-    real, real_root = os.path.realpath(path), os.path.realpath(root)
-    return real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep)
+        return not is_library_file(path)
+    return locations.Workspace(root).contains(path)
 
 
 def _is_machinery(path: str) -> bool:
@@ -158,17 +157,20 @@ def locate_node_meta(meta: dict, root: str | None) -> SourcePlace:
     # forward it called), then its callers.
     owners = _frame_modules(frames, modules)
     for i in range(len(frames) - 1, -1, -1):
-        if i == primary_index:
-            continue
         frame = frames[i]
+        # torch's and Python's own frames (nn.Linear.forward …) are noise in the user's chain;
+        # other libraries (transformers …) stay, as in the pipeline's other findings.
+        if i == primary_index or locations.is_library_file(frame.file):
+            continue
         role = "inside" if i > primary_index else "called from"
         owner = owners.get(i)
         func = f"{owner[1].rsplit('.', 1)[-1]}.{frame.func}()" if owner else f"{frame.func}()"
         if owner and owner[0]:
             func += f" of `{owner[0]}`"
         code = f": {frame.code}" if frame.code else ""
-        place.related.append(Related(file=frame.file, line=frame.line,
-                                     message=f"{role} {func}{code}"))
+        place.related.append(Related(file=os.path.realpath(frame.file), line=frame.line,
+                                     message=f"{role} {func}{code}",
+                                     column=_indent_column(frame)))
     return place
 
 
@@ -179,6 +181,11 @@ def _frame_modules(frames: list[Frame], modules: list[tuple[str, str]]) -> dict[
     if len(forward) != len(modules):
         return {}
     return dict(zip(forward, modules))
+
+
+def _indent_column(frame: Frame) -> int:
+    text = linecache.getline(frame.file, frame.line)
+    return len(text) - len(text.lstrip()) + 1 if text.strip() else 1
 
 
 def _child_attribute(frames: list[Frame], primary_index: int,
@@ -223,7 +230,7 @@ def _expression_location(frame: Frame, child: str | None,
     """Columns of the call on the line that leads to the node, else the statement's text."""
     linecache.checkcache(frame.file)  # the worker may outlive an edit of the file
     text = linecache.getline(frame.file, frame.line).rstrip("\n")
-    location = Location(file=frame.file, line=frame.line)
+    location = Location(file=os.path.realpath(frame.file), line=frame.line)
     if not text:
         return location
     stripped = text.lstrip()

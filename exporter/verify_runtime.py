@@ -8,10 +8,9 @@ tensor to the wrong input).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -65,42 +64,64 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
     return feeds
 
 
-@contextlib.contextmanager
-def _model_source(model: Any) -> Iterator[str | bytes]:
-    """The model as bytes, or as a file path when it is too large for one protobuf."""
-    size = sum(v.const_value.nbytes for v in model.graph.initializers.values()
-               if v.const_value is not None)
-    if size < _LARGE_MODEL_BYTES:
+class Sessions:
+    """onnxruntime CPU sessions for one model, optionally with extra graph outputs.
+
+    The model is serialised once; a session with extra outputs appends them to that proto
+    only, so the caller's model is never changed.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+        self._proto = None
+        self._large = sum(v.const_value.nbytes for v in model.graph.initializers.values()
+                          if v.const_value is not None) >= _LARGE_MODEL_BYTES
+
+    def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
         import onnx_ir as ir
 
-        yield ir.serde.serialize_model(model).SerializeToString()
-        return
-    import onnx_ir as ir
+        if self._large:
+            return self._session_from_file(extra_outputs)
+        if self._proto is None:
+            self._proto = ir.serde.serialize_model(self.model)
+        outputs = self._proto.graph.output
+        count = len(outputs)
+        outputs.extend(ir.serde.serialize_value(v) for v in extra_outputs)
+        try:
+            data = self._proto.SerializeToString()
+        finally:
+            del outputs[count:]
+        return _new_session(data)
 
-    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-        path = os.path.join(tmp, "model.onnx")
-        ir.save(model, path, external_data="model.onnx.data")
-        yield path
+    def _session_from_file(self, extra_outputs: Sequence[Any]) -> Any:
+        """Protobuf cannot hold the model in memory: save with external data, load the file."""
+        import onnx_ir as ir
+
+        graph_outputs = self.model.graph.outputs
+        original = list(graph_outputs)
+        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+            path = os.path.join(tmp, "model.onnx")
+            try:
+                graph_outputs.extend(extra_outputs)
+                ir.save(self.model, path, external_data="model.onnx.data")
+            finally:
+                graph_outputs.clear()
+                graph_outputs.extend(original)
+            return _new_session(path)
 
 
-def make_session(model: Any, extra_outputs: Sequence[Any] = ()) -> Any:
-    """An onnxruntime CPU session; `extra_outputs` (ir.Values) are appended as graph outputs.
-
-    The graph's outputs are restored before returning: the caller's model is never changed.
-    """
+def _new_session(source: str | bytes) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only
-    original = list(model.graph.outputs)
-    try:
-        model.graph.outputs.extend(extra_outputs)
-        with _model_source(model) as source:
-            return ort.InferenceSession(source, sess_options=options,
-                                        providers=["CPUExecutionProvider"])
-    finally:
-        model.graph.outputs.clear()
-        model.graph.outputs.extend(original)
+    # As many threads as torch may use in this process (the worker's children run with 1 unless
+    # raised), and no busy-waiting: on a shared machine (several jobs, other processes) a
+    # spinning pool sized to every core ran the encoder 2-3x slower than one thread.
+    options.intra_op_num_threads = max(1, torch.get_num_threads())
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
 
 
 def run(session: Any, feeds: dict[str, Any], output_names: Sequence[str] | None = None) -> list[torch.Tensor]:

@@ -109,11 +109,17 @@ def check(args: argparse.Namespace) -> int:
         if show_progress:
             print(progress_line(result), file=sys.stderr, flush=True)
 
-    results, internal_errors = ([], 0)
+    results: list[ExportResult] = []
+    internal_errors = 0
     if specs:
+        if show_progress:
+            print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
+                  f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         results, internal_errors = asyncio.run(
-            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, on_done=finished))
-    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started)
+            _export_all(specs, root=workspace.root, jobs=args.jobs, use_cache=not args.no_cache,
+                        on_done=finished))
+    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
+                   selection=args.target)
     sys.stdout.write(RENDERERS[args.format](run))
     sys.stdout.flush()
 
@@ -156,13 +162,13 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
     return [spec for spec in workspace.targets if spec.name in wanted]
 
 
-async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
+async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cache: bool,
                       on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
     """Export every spec (at most `jobs` at once); returns results in spec order and the
     number of exports that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache)
+    service = ExportService(jobs=jobs, use_cache=use_cache, root=str(root))
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:
@@ -179,7 +185,9 @@ async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
         return result
 
     try:
-        await service.start()
+        # The worker imports torch and warms up: worth it only if something must be exported.
+        if not use_cache or any(service.cached(spec) is None for spec in specs):
+            await service.start()
         results = await asyncio.gather(*(one(spec) for spec in specs))
     finally:
         await service.shutdown()

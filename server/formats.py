@@ -55,6 +55,14 @@ class CheckRun:
     workspace: Workspace
     results: list[ExportResult] = field(default_factory=list)
     seconds: float = 0.0
+    selection: list[str] = field(default_factory=list)  # --target names; empty: every target
+
+    @property
+    def invalid_targets(self) -> list[str]:
+        """Selected targets left out because of config errors."""
+        valid = {spec.name for spec in self.workspace.targets}
+        return [name for name in self.workspace.target_lines
+                if name not in valid and (not self.selection or name in self.selection)]
 
     @property
     def findings(self) -> list[tuple[str | None, Finding]]:
@@ -134,12 +142,14 @@ def _pluralize(count: int, word: str) -> str:
 def progress_line(result: ExportResult) -> str:
     """One stderr line per finished target in text mode."""
     if result.status == "ok":
-        outcome = "exported" + (" (cached)" if result.cached else "")
+        outcome = "exported"
         warnings = sum(1 for f in result.findings if f.severity == "warning")
         if warnings:
             outcome += f" with {_pluralize(warnings, 'warning')}"
     else:
         outcome = f"failed: {_pluralize(len(result.findings), 'problem')}"
+    if result.cached:
+        outcome += " (cached)"
     return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
 
 
@@ -167,12 +177,12 @@ def summary_line(run: CheckRun) -> str:
     cached = sum(1 for r in run.results if r.cached)
     if cached:
         parts += f" ({cached} cached)"
-    declared = len(run.workspace.target_lines)
-    skipped = declared - len(run.results) if run.workspace.findings else 0
-    if skipped > 0:
-        parts += f", {skipped} not exported (config errors)"
+    invalid = len(run.invalid_targets)
+    if invalid:
+        parts += f", {invalid} invalid"
+    total = len(run.results) + invalid
     counts = f"{_pluralize(run.count('error'), 'error')}, {_pluralize(run.count('warning'), 'warning')}"
-    return f"{_pluralize(len(run.results), 'target')}: {parts} ({counts}) in {run.seconds:.1f} s"
+    return f"{_pluralize(total, 'target')}: {parts} ({counts}) in {run.seconds:.1f} s"
 
 
 # --- JSON ----------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Fix
 
-from .diagnostics import Entry, line_range, uri_of
+from .diagnostics import Entry, line_range
+from .uris import path_of, uri_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -26,8 +27,6 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
 
 
 def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
-    from .server import path_of
-
     only = params.context.only
     if only and not any(KIND.value.startswith(kind.value) for kind in only):
         return None
@@ -35,7 +34,7 @@ def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.Co
                if _overlaps(e.diagnostic.range, params.range)]
     actions: list[lsp.CodeAction] = []
     for entry in entries:
-        actions += [_fix_action(fix, entry) for fix in entry.finding.fixes]
+        actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
     seen: set[tuple[str, str]] = set()
     for entry in entries:
         if entry.owner in seen:
@@ -45,10 +44,11 @@ def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.Co
     return actions or None
 
 
-def _fix_action(fix: Fix, entry: Entry) -> lsp.CodeAction:
+def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
+    """A fix the exporter suggested (e.g. insert `torch._check(...)`) as a quick fix with its edit."""
     edit = lsp.TextEdit(range=line_range(fix.line, fix.column, fix.end_line, fix.end_column, None),
                         new_text=fix.new_text)
-    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[entry.diagnostic], is_preferred=True,
+    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], is_preferred=True,
                           edit=lsp.WorkspaceEdit(changes={uri_of(fix.file): [edit]}))
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as lsp
 
 from .project import TargetState
+from .uris import path_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -37,8 +38,6 @@ def status_title(name: str, state: TargetState, busy: bool) -> str:
 
 
 def code_lens(ls: OnnxlensServer, params: lsp.CodeLensParams) -> list[lsp.CodeLens]:
-    from .server import path_of
-
     path = path_of(params.text_document.uri)
     lenses = []
     for project in ls.projects.values():

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 
-from .diagnostics import uri_of
+from .lifecycle import start_service
 from .project import Project, norm
+from .uris import uri_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -24,6 +25,10 @@ EXPORT_ALL = "onnxlens.exportAll"
 OPEN_REPORT = "onnxlens.openReport"
 SHOW_EXPORTED_PROGRAM = "onnxlens.showExportedProgram"
 RESTART_WORKER = "onnxlens.restartWorker"
+
+
+# pygls inspects command handlers' type hints at call time to convert arguments; the server's
+# type is only importable for type checkers (import cycle), so `ls` stays unannotated here.
 
 
 def register(server: OnnxlensServer) -> None:
@@ -62,7 +67,7 @@ def _targets(ls: OnnxlensServer, command: str, name: str) -> list[tuple[Project,
     return found
 
 
-def export(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+def export(ls, *args: Any) -> dict[str, Any]:
     name = _one_string(EXPORT, args, "a target name", optional=True)
     if name is None:
         return export_all(ls)
@@ -72,7 +77,7 @@ def export(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
     return {"scheduled": [target for _, target in found]}
 
 
-def export_all(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+def export_all(ls, *args: Any) -> dict[str, Any]:
     scheduled = []
     for project in ls.projects.values():
         for target in project.targets:
@@ -100,7 +105,7 @@ def _inside_output_dir(ls: OnnxlensServer, path: str) -> bool:
     return False
 
 
-async def open_report(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def open_report(ls, *args: Any) -> dict[str, Any]:
     value = _one_string(OPEN_REPORT, args, "a report path or a target name")
     found = ls.find_targets(value)
     if found:
@@ -118,7 +123,7 @@ async def open_report(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
     return await _show(ls, path)
 
 
-async def show_exported_program(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def show_exported_program(ls, *args: Any) -> dict[str, Any]:
     name = _one_string(SHOW_EXPORTED_PROGRAM, args, "a target name")
     project, target = _targets(ls, SHOW_EXPORTED_PROGRAM, name)[0]
     result = project.targets[target].result
@@ -129,13 +134,12 @@ async def show_exported_program(ls: OnnxlensServer, *args: Any) -> dict[str, Any
     return await _show(ls, norm(program))
 
 
-async def restart_worker(ls: OnnxlensServer, *args: Any) -> dict[str, Any]:
+async def restart_worker(ls, *args: Any) -> dict[str, Any]:
     """Stop every job and the worker, start a fresh one (with the current `jobs` setting)."""
-    from .lifecycle import start_service
-
     await ls.scheduler.cancel_all()
     if ls.service is not None:
         await ls.service.shutdown()
+        ls.service = None  # a new one picks up the current `jobs` setting
     ls.log(logging.INFO, "onnxlens: restarting the export worker")
     await start_service(ls)
     return {"restarted": True}

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from lsprotocol import types as lsp
-from pygls.uris import from_fs_path
 
 from onnxlens.exporter.types import Finding
+
+from .uris import uri_of
 
 SOURCE = "onnxlens"
 
@@ -46,10 +46,6 @@ class DiagnosticFeatures:
                    code_description=bool(publish.code_description_support))
 
 
-def uri_of(path: str) -> str:
-    return from_fs_path(str(path)) or Path(path).as_uri()
-
-
 def line_range(line: int, column: int, end_line: int | None, end_column: int | None,
                text: str | None) -> lsp.Range:
     """0-based wire range of a 1-based (line, column, end_line, end_column) location."""
@@ -69,7 +65,8 @@ def line_range(line: int, column: int, end_line: int | None, end_column: int | N
 
 def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFeatures,
                   data: dict | None = None) -> lsp.Diagnostic | None:
-    """The LSP diagnostic of a finding; None for a finding with no location (it has no file to go on)."""
+    """The LSP diagnostic of a finding; None for a finding with no location (the caller gives
+    those one: it knows where the target is defined)."""
     location = finding.location
     if location is None:
         return None

@@ -17,6 +17,7 @@ from onnxlens.server.config import CONFIG_NAMES, find_config
 
 from .project import Project, norm
 from .settings import parse_settings
+from .uris import path_of
 
 if TYPE_CHECKING:
     from .server import OnnxlensServer
@@ -28,26 +29,18 @@ def register(server: OnnxlensServer) -> None:
     server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(did_change_configuration)
 
 
-def _path(uri: str) -> str:
-    from .server import path_of
-
-    return path_of(uri)
-
-
 def did_open(ls: OnnxlensServer, params: lsp.DidOpenTextDocumentParams) -> None:
     """A file outside every known project (an editor opened without a folder): find its config."""
-    path = _path(params.text_document.uri)
+    path = path_of(params.text_document.uri)
     if ls.projects_containing(path) or not path.endswith((".py", ".toml")):
         return
     config = find_config(Path(path).parent)
     if config is not None and (project := ls.add_project(config)) is not None and ls.service is not None:
-        from .lifecycle import export_project
-
-        export_project(ls, project, reason="file opened")
+        ls.export_project(project, reason="file opened")
 
 
 def did_save(ls: OnnxlensServer, params: lsp.DidSaveTextDocumentParams) -> None:
-    path = _path(params.text_document.uri)
+    path = path_of(params.text_document.uri)
     ls.signature_changed(path)  # remember it, so the watchdog echo of this save is ignored
     file_changed(ls, path, reason=f"saved {Path(path).name}")
 
@@ -75,11 +68,9 @@ def file_changed(ls: OnnxlensServer, path: str, *, reason: str) -> None:
 
 
 def config_changed(ls: OnnxlensServer, project: Project) -> None:
-    from .lifecycle import remove_project
-
     if not project.config_file.exists():
         ls.log(logging.INFO, f"onnxlens: {project.config_file} was removed")
-        remove_project(ls, project)
+        ls.remove_project(project)
         return
     changed, removed = project.load()
     ls.publish_config(project)
@@ -94,17 +85,15 @@ def config_changed(ls: OnnxlensServer, project: Project) -> None:
 
 def _maybe_new_config(ls: OnnxlensServer, path: str) -> None:
     """A config file appeared in a workspace folder that had none."""
-    from .lifecycle import export_project
-
     parent = str(Path(path).parent)
-    if parent not in {_path(f.uri) for f in ls.workspace.folders.values()}:
+    if parent not in {path_of(f.uri) for f in ls.workspace.folders.values()}:
         return
     config = find_config(Path(parent))
     if config is None or norm(config.parent) != parent:
         return
     project = ls.add_project(config)
     if project is not None:
-        export_project(ls, project, reason="configuration added")
+        ls.export_project(project, reason="configuration added")
 
 
 def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
@@ -116,6 +105,4 @@ def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurat
     if ls.settings.jobs != before.jobs:
         ls.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
     if ls.settings.verify != before.verify:
-        from .lifecycle import export_everything
-
-        export_everything(ls, reason="verify setting changed")
+        ls.export_everything(reason="verify setting changed")

@@ -8,6 +8,9 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import LineInfo
 
+from .project import norm
+from .uris import path_of
+
 if TYPE_CHECKING:
     from .server import OnnxlensServer
 
@@ -17,15 +20,13 @@ def register(server: OnnxlensServer) -> None:
 
 
 def hover(ls: OnnxlensServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    from .server import path_of
-
     path, line = path_of(params.text_document.uri), params.position.line + 1
     sections = []
     for project in ls.projects.values():
         for name, state in project.targets.items():
             if state.result is None:
                 continue
-            infos = [i for i in state.result.lines if i.line == line and path_of_file(i.file) == path]
+            infos = [i for i in state.result.lines if i.line == line and norm(i.file) == path]
             if infos:
                 sections.append(render(name, merge(infos), stale=state.running))
     if not sections:
@@ -37,12 +38,6 @@ def hover(ls: OnnxlensServer, params: lsp.HoverParams) -> lsp.Hover | None:
         range=lsp.Range(start=lsp.Position(line=line - 1, character=start),
                         end=lsp.Position(line=line - 1, character=len(text.rstrip()))),
     )
-
-
-def path_of_file(file: str) -> str:
-    from .project import norm
-
-    return norm(file)
 
 
 def merge(infos: list[LineInfo]) -> LineInfo:
@@ -71,6 +66,6 @@ def render(target: str, info: LineInfo, *, stale: bool) -> str:
     if info.modules:
         shown = info.modules[:8]
         more = f" … (+{len(info.modules) - 8})" if len(info.modules) > 8 else ""
-        lines.append("" if not info.outputs else "")
+        lines.append("")
         lines.append("**modules:** " + ", ".join(f"`{m}`" for m in shown) + more)
     return "\n".join(lines).strip()

@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onnxlens.exporter.types import ExportResult, Finding, Location
+from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
 
 from .progress import Progress
 
 if TYPE_CHECKING:
-    from .project import Project
+    from .project import Project, TargetState
     from .server import OnnxlensServer
 
 log = logging.getLogger(__name__)
@@ -51,20 +51,26 @@ class ExportStats:
 def summary(result: ExportResult) -> str:
     """The one-line outcome shown at the end of the progress and in the log."""
     if result.status == "ok":
+        nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
         suffix = " (cached)" if result.cached else ""
-        return f"{result.target}: exported in {result.seconds:.2f} s{suffix}"
+        return f"{result.target}: exported in {result.seconds:.2f} s{nodes}{suffix}"
     problems = len(result.findings)
     return f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
 
 
 def describe_event(event: Any) -> str | None:
-    """A progress message for a worker event ({"stage": "capture", ...}); None if it has nothing to say."""
+    """A progress message for a worker event; None for events with nothing to show (user output).
+
+    Pipeline events: {"event": "stage", "stage": "capture", "state": "begin"|"end", ...};
+    the service's own: {"type": "cached", ...}.
+    """
     if not isinstance(event, dict):
         return None
-    stage, message = event.get("stage"), event.get("message")
-    if stage and message:
-        return f"{stage}: {message}"
-    return stage or message
+    if event.get("event") == "stage":
+        return event.get("stage") if event.get("state", "begin") == "begin" else None
+    if event.get("type") == "cached":
+        return "cached"
+    return None
 
 
 class ExportScheduler:
@@ -85,6 +91,12 @@ class ExportScheduler:
         loop = asyncio.get_running_loop()
         self._timers[key] = loop.call_later(delay_s, self._fire, key, reason)
         log.debug("export of %s requested (%s)", target, reason)
+
+    def effective_spec(self, state: TargetState) -> TargetSpec:
+        """The target as configured, with the editor's `verify` setting applied when it is set."""
+        if self._server.settings.verify is None:
+            return state.spec
+        return dataclasses.replace(state.spec, verify=self._server.settings.verify)
 
     def is_busy(self, project: Project, target: str) -> bool:
         key = (project.key, target)
@@ -131,9 +143,7 @@ class ExportScheduler:
         if project is None or state is None:
             return  # the target went away (config edit) while the trigger waited
         await server.service_ready.wait()
-        spec = state.spec
-        if server.settings.verify is not None:
-            spec = dataclasses.replace(spec, verify=server.settings.verify)
+        spec = self.effective_spec(state)
 
         job = asyncio.current_task()
         progress = await Progress.begin(server, spec.name, cancellable=True, on_cancel=job.cancel)
@@ -155,7 +165,7 @@ class ExportScheduler:
             raise
         except Exception as error:  # noqa: BLE001 - a broken service becomes a diagnostic, not a dead server
             log.exception("export service failed for %s", spec.name)
-            result = self._service_failure(project, spec.name, error)
+            result = self._service_failure(spec.name, error)
         finally:
             state.running = False
         service_seconds = time.perf_counter() - started
@@ -184,10 +194,10 @@ class ExportScheduler:
         server.refresh_code_lens()
         server.log(logging.INFO, summary(result))
 
-    def _service_failure(self, project: Project, target: str, error: Exception) -> ExportResult:
-        state = project.targets[target]
-        location = state.model_definition() or Location(
-            file=str(project.config_file), line=project.workspace.target_lines.get(target, 1))
-        finding = Finding(code="crash", stage="load", location=location,
+    def _service_failure(self, target: str, error: Exception) -> ExportResult:
+        """A result for an export the service itself failed on (it should turn every failure into
+        findings; this keeps the server alive if it does not). No location: the server puts it
+        on the target's definition."""
+        finding = Finding(code="crash", stage="load",
                           message=f"the export service failed: {type(error).__name__}: {error}")
         return ExportResult(target=target, status="failed", findings=[finding])

@@ -10,21 +10,24 @@ Never imports torch: exports run in the worker processes behind ExportService.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
 
+from onnxlens.exporter.types import Finding, Location
+from onnxlens.server.config import find_config
 from onnxlens.server.exports import ExportService
 
 from . import code_actions, code_lens, commands, documents, hover, lifecycle, stats
-from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic, uri_of
+from .diagnostics import CONFIG_OWNER, DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic
 from .project import Project, norm
 from .scheduler import ExportScheduler
 from .settings import Settings
+from .uris import uri_of
 from .watcher import DiskWatcher
 
 log = logging.getLogger("onnxlens.server.lsp")
@@ -45,6 +48,7 @@ class OnnxlensServer(LanguageServer):
         # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
         # editor just saved (didSave already handled it) must not export twice.
         self.signatures: dict[str, tuple[int, int] | None] = {}
+        self._lines: dict[str, tuple[int, list[str]]] = {}  # path -> (mtime_ns, lines), for line_text
 
     # --- logging -------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
@@ -67,10 +71,51 @@ class OnnxlensServer(LanguageServer):
         project.load()
         self.publish_config(project)
         if self.watcher is not None:
-            self.watcher.watch_root(str(project.root))
+            # inotify adds one watch per directory, walking the tree: not on the event loop.
+            asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
         self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
                                f"{', '.join(project.targets) or '(none)'}")
         return project
+
+    def add_folder(self, folder: Path, *, export: bool) -> Project | None:
+        """A workspace folder: track the config that governs it, if there is one."""
+        config = find_config(folder)
+        if config is None:
+            self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
+            return None
+        project = self.add_project(config)
+        if project is not None and export:
+            self.export_project(project, reason="folder added")
+        return project
+
+    def remove_project(self, project: Project) -> None:
+        for name in project.targets:
+            self.scheduler.cancel(project, name)
+            self.clear_target(project, name)
+        self.publish(self.diagnostics.replace((project.key, CONFIG_OWNER), []))
+        self.projects.pop(project.key, None)
+
+    def export_everything(self, *, reason: str) -> None:
+        for project in list(self.projects.values()):
+            self.export_project(project, reason=reason)
+
+    def export_project(self, project: Project, *, reason: str) -> None:
+        """Show cached results at once where the service has them (no worker needed); export the rest."""
+        for name, state in list(project.targets.items()):
+            try:
+                result = self.service.cached(self.scheduler.effective_spec(state)) if self.service else None
+            except Exception as error:  # noqa: BLE001 - a cache problem only costs an export
+                self.log(logging.WARNING, f"onnxlens: cache lookup for {name} failed: {error}")
+                result = None
+            if result is not None:
+                self.scheduler.show_cached(project, name, result)
+            else:
+                self.scheduler.request(project, name, reason, delay_s=0)
+
+    def is_ignored_dir(self, path: str) -> bool:
+        """A directory not worth watching: outputs, VCS data, environments, caches."""
+        path = norm(path)
+        return any(p.contains(path) and p.is_ignored_dir(path) for p in self.projects.values())
 
     def projects_containing(self, path: str) -> list[Project]:
         return [p for p in self.projects.values() if p.contains(path)]
@@ -80,13 +125,19 @@ class OnnxlensServer(LanguageServer):
 
     # --- diagnostics -----------------------------------------------------------------------
     def line_text(self, path: str, line: int) -> str | None:
-        """A line of a file as the editor has it (open buffer), else as on disk."""
-        document = self.workspace.text_documents.get(uri_of(path))
+        """A line of a file as on disk: the text the export saw (an open buffer may have unsaved
+        edits that shift it). Cached by modification time: related frames often repeat a file."""
         try:
-            lines = document.lines if document is not None else Path(path).read_text(
-                encoding="utf-8", errors="replace").splitlines()
+            mtime = os.stat(path).st_mtime_ns
+            cached = self._lines.get(path)
+            if cached is None or cached[0] != mtime:
+                if len(self._lines) > 256:
+                    self._lines.clear()
+                cached = self._lines[path] = (mtime, Path(path).read_text(
+                    encoding="utf-8", errors="replace").splitlines())
         except OSError:
             return None
+        lines = cached[1]
         return lines[line - 1] if 0 < line <= len(lines) else None
 
     def publish(self, paths: set[str]) -> None:
@@ -94,17 +145,25 @@ class OnnxlensServer(LanguageServer):
             self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
                 uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
 
-    def _entries(self, project: Project, owner: str, findings) -> list[Entry]:
+    def _entries(self, project: Project, owner: str, findings: list[Finding]) -> list[Entry]:
         features = DiagnosticFeatures.of(self.client_capabilities)
         entries = []
         for finding in findings:
-            if finding.location is not None:
-                finding.location.file = norm(finding.location.file)
+            if finding.location is None:
+                # No user line (e.g. export rejected the model's output type): an editor can only
+                # show a diagnostic somewhere, so show it where the target is defined.
+                finding = dataclasses.replace(finding, location=self._fallback_location(project, owner))
+            finding.location.file = norm(finding.location.file)
             diagnostic = to_diagnostic(finding, self.line_text, features,
                                        data={"config": project.key, "target": owner})
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return entries
+
+    def _fallback_location(self, project: Project, owner: str) -> Location:
+        state = project.targets.get(owner)
+        definition = state.model_definition() if state else None
+        return definition or Location(file=str(project.config_file), line=project.workspace.target_lines.get(owner, 1))
 
     def publish_target(self, project: Project, target: str) -> None:
         """Publish the target's findings; files whose findings went away get an empty list.
@@ -147,10 +206,6 @@ class OnnxlensServer(LanguageServer):
             return False
         self.signatures[path] = signature
         return True
-
-
-def path_of(uri: str) -> str:
-    return norm(to_fs_path(uri) or uri)
 
 
 def create_server() -> OnnxlensServer:

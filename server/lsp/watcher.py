@@ -6,7 +6,8 @@ watch per directory, and a recursive watch of the root would walk a .venv of ten
 directories; ignored directories nested deeper are filtered per event instead.
 
 watchdog calls back on its own thread; events are handed to the event loop with
-call_soon_threadsafe and all the deciding happens there.
+call_soon_threadsafe and all the deciding happens there. `watch_root` walks directories, so the
+server calls it in a worker thread (watchdog's scheduling is thread-safe).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 
 from onnxlens.exporter.types import ExportResult, Finding, Location, Related
 from onnxlens.server.config import load_workspace
-from onnxlens.server.formats import CheckRun, display_path, render_json, render_sarif, render_text
+from onnxlens.server.formats import CheckRun, display_path, render_json, render_sarif, render_text, summary_line
 
 
 @pytest.fixture
@@ -105,3 +105,17 @@ def test_terminal_colour_codes_are_removed_from_messages(workspace, tmp_path):
     assert "] This is step 3/3 of exporting" in render_text(run).splitlines()[0]
     assert json.loads(render_json(run))["targets"][0]["diagnostics"][0]["message"] == "This is step 3/3 of exporting"
     assert json.loads(render_sarif(run))["runs"][0]["results"][0]["message"]["text"] == "This is step 3/3 of exporting"
+
+
+def test_summary_counts_targets_left_out_by_config_errors(tmp_path):
+    (tmp_path / "m.py").write_text("")
+    (tmp_path / "onnxlens.toml").write_text(
+        '[[target]]\nname = "good"\nmodel = "m.py:a"\ninputs = "m.py:b"\n'
+        '[[target]]\nname = "bad"\nmodel = "m.py:a"\n'  # no inputs
+        '[[target]]\nname = "worse"\nmodel = "m.py:a"\n')
+    workspace = load_workspace(tmp_path / "onnxlens.toml")
+    results = [ExportResult(target="good", status="ok", seconds=1.0)]
+    everything = CheckRun(workspace=workspace, results=results, seconds=1.0)
+    assert render_text(everything).splitlines()[-1] == "3 targets: 1 exported, 0 failed, 2 invalid (2 errors, 0 warnings) in 1.0 s"
+    selected = CheckRun(workspace=workspace, results=results, seconds=1.0, selection=["good", "bad"])
+    assert summary_line(selected) == "2 targets: 1 exported, 0 failed, 1 invalid (2 errors, 0 warnings) in 1.0 s"

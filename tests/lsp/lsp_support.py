@@ -1,9 +1,10 @@
-"""Fixtures for the language server tests: a real `onnxlens` server process on stdio, driven by
+"""Helpers for the language server tests: a real `onnxlens` server process on stdio, driven by
 pytest-lsp's client (pygls) announcing the capabilities recorded from real editors, on a private
 copy of examples/ with real exports."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import shutil
 import sys
@@ -21,7 +22,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-SERVER = [sys.executable, "-m", "onnxlens.server.lsp"]
+SERVER = [sys.executable, "-m", "onnxlens.server"]  # what `onnxlens serve` runs
 
 # Real exports of the example models take seconds (the first in a fresh worker more).
 EXPORT_WAIT_S = 120.0
@@ -89,6 +90,12 @@ async def start_session(client: LanguageClient, workspace: Path, editor: str,
     ))
 
 
+def cleared(client: LanguageClient, path: Path) -> bool:
+    """True once an empty diagnostics list was published for the file (it had some, or was checked)."""
+    published = client.diagnostics.get(path.as_uri())
+    return published is not None and len(published) == 0
+
+
 def open_file(client: LanguageClient, path: Path) -> None:
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=path.as_uri(), language_id="python", version=1, text=path.read_text())))
@@ -141,14 +148,14 @@ def action_commands(actions: list[Any] | None) -> dict[str, tuple[str, list[Any]
     found = {}
     for action in actions or []:
         command = action.command
-        if isinstance(command, lsp.Command):
-            found[action.title] = (command.command, list(command.arguments or []))
-        elif isinstance(command, dict):
+        if isinstance(command, str) and command.startswith("{"):  # the quirk: the nested object's text
+            command = ast.literal_eval(command)
+        if isinstance(command, dict):
             found[action.title] = (command["command"], list(command.get("arguments") or []))
-        elif isinstance(command, str) and isinstance(action, lsp.Command):
+        elif isinstance(command, str):  # a plain Command
             found[action.title] = (command, list(action.arguments or []))
-        elif hasattr(command, "command"):
-            found[action.title] = (command.command, list(getattr(command, "arguments", None) or []))
+        else:  # a CodeAction read back as such
+            found[action.title] = (command.command, list(command.arguments or []))
     return found
 
 

@@ -1,0 +1,352 @@
+"""Each failure kind lands as a finding on the user's own line: real exports of small models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine_support import line_of, shared_pipeline, spec_for, write
+
+MODELS = '''
+import torch
+from torch import nn
+
+from pkg.helpers import gate, zeta_then_eig
+
+
+class Gated(nn.Module):
+    """Data-dependent control flow in forward itself."""
+
+    def forward(self, x):
+        y = x + 1
+        if y.sum() > 0:
+            return y * 2
+        return y - 1
+
+
+class TwoProblems(nn.Module):
+    """Two data-dependent problems: torch.export stops at the first, draft_export sees both."""
+
+    def forward(self, x):
+        total = x.sum()
+        scaled = x * 2 if total > 0 else x
+        count = x.max().item()
+        return scaled.sum() + torch.ones(int(count)).sum()
+
+
+class GatedInHelper(nn.Module):
+    def forward(self, x):
+        return gate(x) + 1
+
+
+class Branches(nn.Module):
+    """torch.cond: each branch is a subgraph with an op ONNX lacks."""
+
+    def forward(self, x):
+        def positive(v):
+            return torch.special.zeta(v.abs() + 2.0, 2.0)
+
+        def negative(v):
+            return torch.linalg.eigvals(v).real * v
+
+        return torch.cond(x.sum() > 0, positive, negative, (x,))
+
+
+class Helpers(nn.Module):
+    def forward(self, x):
+        return zeta_then_eig(x)
+
+
+class ReturnsObject(nn.Module):
+    """Non-strict capture rejects the output without a line; strict (dynamo) names the return."""
+
+    def forward(self, x):
+        return object()
+
+
+class Settings:
+    scale = 2.0
+
+
+class TakesSettings(nn.Module):
+    """No line of the user's is wrong: torch.export rejects an input of a type it cannot trace."""
+
+    def forward(self, x, settings):
+        return x * 2
+
+
+def settings_inputs():
+    return (torch.randn(4, 4), Settings())
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        raise ValueError("no weights file")
+
+
+class Flattens(nn.Module):
+    """Asks for a dynamic row count, but reshape(16) only works with 4 rows."""
+
+    def forward(self, x):
+        return x.reshape(16) * 2
+
+
+def rows_dynamic():
+    return ({0: torch.export.Dim("rows", min=1, max=64)},)
+
+
+def inputs():
+    return (torch.randn(4, 4),)
+
+
+def raising_inputs():
+    shape = (4, 4)
+    raise RuntimeError(f"cannot build inputs of shape {shape}")
+'''
+
+HELPERS = '''
+import torch
+
+
+def gate(x):
+    scale = x.mean()
+    if scale > 0:
+        return x * scale
+    return x
+
+
+def zeta_then_eig(x):
+    z = torch.special.zeta(x.abs() + 2.0, 2.0)
+    return torch.linalg.eigvals(z).real
+'''
+
+SYNTAX_ERROR = '''
+import torch
+
+
+def build():
+    return torch.nn.Linear(2, 2
+'''
+
+# A third-party library (installed, so not workspace code) whose layer uses an op ONNX lacks.
+LIBRARY_LAYER = '''
+import torch
+from torch import nn
+
+
+class ZetaLayer(nn.Module):
+    def forward(self, x):
+        return torch.special.zeta(x.abs() + 2.0, 2.0)
+'''
+
+LIBRARY_MODEL = '''
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent.parent / "env" / "site-packages"))
+
+from fancylib.layers import ZetaLayer  # noqa: E402
+
+
+def build_library_model():
+    return ZetaLayer()
+'''
+
+IMPORT_ERROR = '''
+import torch
+
+from pkg.helpers import does_not_exist
+
+
+def build():
+    return torch.nn.Linear(2, 2)
+'''
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("findings")
+    write(root, "pkg/__init__.py", "")
+    write(root, "pkg/models.py", MODELS)
+    write(root, "pkg/helpers.py", HELPERS)
+    write(root, "pkg/syntax.py", SYNTAX_ERROR)
+    write(root, "pkg/imports.py", IMPORT_ERROR)
+    write(root, "env/site-packages/fancylib/__init__.py", "")
+    write(root, "env/site-packages/fancylib/layers.py", LIBRARY_LAYER)
+    write(root, "pkg/library_model.py", LIBRARY_MODEL)
+    return root
+
+
+def run(workspace: Path, model: str, inputs: str = "pkg/models.py:inputs", name: str | None = None):
+    spec = spec_for(workspace, name or model.rpartition(":")[2], model, inputs)
+    return shared_pipeline().run(spec)
+
+
+def only(result, code: str):
+    assert result.status == "failed"
+    assert [f.code for f in result.findings] == [code], result.findings
+    return result.findings[0]
+
+
+def test_data_dependent_if_is_reported_on_the_if_line(workspace):
+    result = run(workspace, "pkg/models.py:Gated")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "torch-export")
+    assert finding.stage == "capture"
+    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "if y.sum() > 0:"))
+    assert finding.source_line.strip() == "if y.sum() > 0:"
+    # Both capture strategies were tried and both explanations kept.
+    assert "non-strict" in finding.message and "strict" in finding.message.split("non-strict", 1)[1]
+    assert "data-dependent" in finding.message.lower()
+    assert finding.docs_url
+
+
+def test_draft_export_reports_every_data_dependent_problem_at_once(workspace):
+    result = run(workspace, "pkg/models.py:TwoProblems")
+    models = workspace / "pkg" / "models.py"
+    assert result.status == "failed"
+    assert [f.code for f in result.findings] == ["torch-export", "torch-export"]
+    assert [f.location.line for f in result.findings] == [
+        line_of(models, "scaled = x * 2 if total > 0 else x"), line_of(models, "torch.ones(int(count))")]
+    assert "draft_export" in result.findings[1].message
+
+
+def test_data_dependent_branch_in_a_helper_lands_on_the_helper_with_forward_related(workspace):
+    result = run(workspace, "pkg/models.py:GatedInHelper")
+    helpers = workspace / "pkg" / "helpers.py"
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "torch-export")
+    assert (finding.location.file, finding.location.line) == (str(helpers), line_of(helpers, "if scale > 0:"))
+    assert (str(models), line_of(models, "return gate(x) + 1")) in [(r.file, r.line) for r in finding.related]
+
+
+def test_unsupported_ops_inside_torch_cond_branches_are_all_found(workspace):
+    result = run(workspace, "pkg/models.py:Branches")
+    models = workspace / "pkg" / "models.py"
+    assert result.status == "failed"
+    lines = {f.location.line: f for f in result.findings}
+    assert [f.code for f in result.findings] == ["unsupported-op", "unsupported-op"]
+    zeta_line = line_of(models, "torch.special.zeta(v.abs()")
+    erfcx_line = line_of(models, "torch.linalg.eigvals(v).real")
+    assert set(lines) == {zeta_line, erfcx_line}
+    assert "zeta" in lines[zeta_line].message
+    assert "linalg_eig" in lines[erfcx_line].message
+
+
+def test_two_ops_in_one_helper_give_two_findings_on_the_helpers_lines(workspace):
+    result = run(workspace, "pkg/models.py:Helpers")
+    helpers = workspace / "pkg" / "helpers.py"
+    located = sorted((f.location.file, f.location.line) for f in result.findings)
+    assert located == [(str(helpers), line_of(helpers, "torch.special.zeta(")),
+                       (str(helpers), line_of(helpers, "torch.linalg.eigvals(z)"))]
+
+
+def test_error_located_by_one_strategy_only_gives_one_finding_on_that_line(workspace):
+    result = run(workspace, "pkg/models.py:ReturnsObject")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "torch-export")
+    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "return object()"))
+    assert "non-strict" in finding.message and "strict" in finding.message
+    assert "graph-break-site" in finding.docs_url
+
+
+def test_failure_without_a_user_line_is_shown_at_the_model_definition(workspace):
+    result = run(workspace, "pkg/models.py:TakesSettings", inputs="pkg/models.py:settings_inputs")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "torch-export")
+    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "class TakesSettings"))
+    assert result.model_location.line == finding.location.line
+    assert "Settings" in finding.message
+    assert "model's definition" in finding.message
+
+
+def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_factory(workspace):
+    spec = spec_for(workspace, "flattens", "pkg/models.py:Flattens", "pkg/models.py:inputs",
+                    dynamic_shapes="pkg/models.py:rows_dynamic")
+    result = shared_pipeline().run(spec)
+    models = workspace / "pkg" / "models.py"
+    # Exported (as the public API does, specialized), but not silently.
+    assert result.status == "ok"
+    assert [(f.code, f.severity) for f in result.findings] == [("torch-export", "warning")]
+    finding = result.findings[0]
+    assert finding.location.line == line_of(models, "def rows_dynamic")
+    assert "came out static" in finding.message and "[4, 4]" in finding.message
+
+
+def test_op_inside_a_library_model_is_shown_at_the_factory_with_the_library_line_related(workspace):
+    result = run(workspace, "pkg/library_model.py:build_library_model")
+    factory = workspace / "pkg" / "library_model.py"
+    layers = workspace / "env" / "site-packages" / "fancylib" / "layers.py"
+    finding = only(result, "unsupported-op")
+    assert (finding.location.file, finding.location.line) == (str(factory), line_of(factory, "def build_library_model"))
+    assert [(r.file, r.line) for r in finding.related] == [(str(layers), line_of(layers, "torch.special.zeta("))]
+    # Library files are not the workspace's: the closure does not list them.
+    assert str(layers) not in result.closure
+
+
+def test_syntax_error_is_an_import_finding_at_the_syntax_error(workspace):
+    result = run(workspace, "pkg/syntax.py:build", name="syntax")
+    syntax = workspace / "pkg" / "syntax.py"
+    finding = only(result, "import")
+    assert finding.location.file == str(syntax)
+    assert finding.location.line == line_of(syntax, "torch.nn.Linear(2, 2")
+    assert finding.location.column > 1
+    assert str(syntax) in result.closure
+
+
+def test_import_error_is_reported_at_the_importing_line_and_closure_kept(workspace):
+    result = run(workspace, "pkg/imports.py:build", name="imports")
+    imports = workspace / "pkg" / "imports.py"
+    finding = only(result, "import")
+    assert (finding.location.file, finding.location.line) == (str(imports), line_of(imports, "does_not_exist"))
+    assert "does_not_exist" in finding.message
+    # The closure so far: the package and the helper module it imported, plus the failing file.
+    assert {str(imports), str(workspace / "pkg" / "helpers.py")} <= set(result.closure)
+
+
+def test_model_factory_raising_is_a_setup_finding_at_the_raise(workspace):
+    result = run(workspace, "pkg/models.py:Broken")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "setup")
+    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, 'raise ValueError("no weights'))
+    assert "no weights file" in finding.message
+
+
+def test_inputs_factory_raising_is_a_setup_finding_at_the_raise(workspace):
+    result = run(workspace, "pkg/models.py:Gated", inputs="pkg/models.py:raising_inputs")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "setup")
+    assert finding.location.line == line_of(models, "raise RuntimeError(f\"cannot build inputs")
+    assert "inputs factory" in finding.message
+
+
+def test_missing_attribute_in_a_reference_is_an_import_finding(workspace):
+    result = run(workspace, "pkg/models.py:Nope")
+    finding = only(result, "import")
+    assert "Nope" in finding.message
+    assert finding.location.file == str(workspace / "pkg" / "models.py")
+
+
+def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
+    # torch 2.13 seldom suggests checks for real models (most guards became size-oblivious), so
+    # the message comes from torch's own suggestion code on a real data-dependent error object.
+    import sympy
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, _suggest_torch_checks
+
+    from onnxlens.exporter.capture import _check_fixes
+    from onnxlens.exporter.types import Location
+
+    u0 = sympy.Symbol("u0", integer=True)
+    error = GuardOnDataDependentSymNode(u0 > 2, "Could not guard on data-dependent expression u0 > 2")
+    _suggest_torch_checks(error, {"u0": ["n"]})
+    path = write(tmp_path, "m.py", """
+        def f(x, n):
+            if n > 2:
+                return x
+    """)
+    fixes = _check_fixes(error, Location(file=str(path), line=2, column=5), "    if n > 2:")
+    assert [f.new_text for f in fixes] == ["    torch._check(n > 2)\n", "    torch._check(n <= 2)\n"]
+    assert all((f.line, f.column, f.end_line, f.end_column) == (2, 1, 2, 1) for f in fixes)
+    assert fixes[0].title == "Insert torch._check(n > 2)"

@@ -1,0 +1,301 @@
+// Drives two code-server windows in headless Chromium (playwright-core) and records what a
+// person would see; tests/vscode/test_vscode_e2e.py makes the assertions.
+//
+//   node drive_vscode.cjs CONFIG.json RESULT.json
+//
+// "with": code-server with the ONNX Lens extension; "without": the same without it (the
+// negative control). Both open the same file at the same time, and "without" is looked at when
+// "with" has shown its problems (or given up), so the control waits exactly as long.
+// Steps on "with": problems + squiggles, the "Open export report" code action, then a fix typed
+// into the editor and saved, and the problems again. Every step records what it saw, or the
+// error that stopped it, and a screenshot; the script itself never decides pass or fail.
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+
+const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const resultPath = process.argv[3];
+const { chromium } = require(config.playwright);
+const result = { steps: {}, errors: [], timings: {} };
+const t0 = Date.now();
+const log = (message) => process.stderr.write(`[drive ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
+
+async function openWorkbench(browser, url) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  await page.goto(url);
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 60_000 });
+  return page;
+}
+
+/** Opens a workspace file with Quick Open (Ctrl+P), as a person would. */
+async function openFile(page, relativePath) {
+  await page.keyboard.press("Control+p");
+  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
+  await page.keyboard.type(relativePath);
+  const name = path.basename(relativePath);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
+  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: 20_000 });
+  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: 20_000 });
+}
+
+/** What the window shows now: the problems counter, Problems panel rows, squiggles, tabs, status bar. */
+async function observe(page) {
+  return page.evaluate(() => {
+    const problems = document.querySelector('[id="status.problems"]');
+    const rows = [...document.querySelectorAll(".markers-panel .monaco-list-row")].map((row) => ({
+      text: row.textContent,
+      label: row.getAttribute("aria-label"),
+    }));
+    // A squiggle sits in a view overlay with the same `top` as its line: map one to the other.
+    const squiggles = [];
+    for (const editor of document.querySelectorAll(".editor-instance .monaco-editor")) {
+      const lines = new Map(
+        [...editor.querySelectorAll(".view-lines .view-line")].map((line) => [line.style.top, line.textContent]),
+      );
+      for (const squiggle of editor.querySelectorAll(".squiggly-error, .squiggly-warning")) {
+        const lineText = lines.get(squiggle.parentElement.style.top);
+        squiggles.push({ kind: squiggle.className, lineText: lineText ? lineText.replace(/\u00a0/g, " ") : null });
+      }
+    }
+    const tabs = [...document.querySelectorAll(".tabs-container .tab")].map((tab) => tab.getAttribute("aria-label") ?? tab.textContent);
+    const statusItems = [...document.querySelectorAll(".statusbar-item")].map((item) => ({
+      id: item.id,
+      text: item.textContent.replace(/\u00a0/g, " ").trim(),
+      label: item.getAttribute("aria-label"),
+    }));
+    const notifications = [...document.querySelectorAll(".notification-toast, .notifications-center .notification-list-item")].map(
+      (toast) => ({
+        message: toast.querySelector(".notification-list-item-message")?.textContent ?? "",
+        buttons: [...toast.querySelectorAll(".monaco-button")].map((button) => button.textContent.trim()),
+      }),
+    );
+    return { problems: problems?.getAttribute("aria-label") ?? null, rows, squiggles, tabs, statusItems, notifications };
+  });
+}
+
+async function showProblemsPanel(page) {
+  if (!(await page.locator(".markers-panel").isVisible())) {
+    await page.keyboard.press("Control+Shift+M");
+  }
+  await page.waitForSelector(".markers-panel", { state: "visible", timeout: 10_000 });
+  await page.waitForTimeout(300); // the tree renders its rows after the panel opens
+}
+
+/** Runs a command from the Command Palette (F1), as a person would. */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
+  await page.keyboard.type(title);
+  await clickAt(page, page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first());
+  await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+}
+
+/** Waits until the problems counter shows between `min` and `max` errors. */
+async function waitForErrors(page, min, max, timeoutMs) {
+  await page.waitForFunction(
+    ([low, high]) => {
+      const label = document.querySelector('[id="status.problems"]')?.getAttribute("aria-label") ?? "";
+      const errors = Number(/Errors: (\d+)/.exec(label)?.[1] ?? 0);
+      return errors >= low && errors <= high;
+    },
+    [min, max],
+    { timeout: timeoutMs, polling: 250 },
+  );
+}
+
+/** Waits until the status bar item whose id contains `idPart` has text matching `pattern`. */
+async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
+  await page.waitForFunction(
+    ([part, source]) =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (item) => item.id.includes(part) && new RegExp(source).test(item.textContent.replace(/\u00a0/g, " ").trim()),
+      ),
+    [idPart, pattern],
+    { timeout: timeoutMs, polling: 250 },
+  );
+}
+
+/**
+ * Clicks the middle of an element with the mouse, as a person does. (Playwright's own click
+ * waits for the element to be "stable", which the action widget's rows never are.)
+ */
+async function clickAt(page, locator) {
+  await locator.waitFor({ state: "visible", timeout: 10_000 });
+  const box = await locator.boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+}
+
+/** The text of the webview (the markdown preview is one) that contains `needle`, once it renders. */
+async function webviewText(page, needle, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  let texts = [];
+  while (Date.now() < deadline) {
+    texts = [];
+    for (const frame of page.frames()) {
+      if (frame === page.mainFrame()) {
+        continue;
+      }
+      const text = await frame.evaluate(() => document.body?.innerText ?? "").catch(() => "");
+      if (text.includes(needle)) {
+        return text;
+      }
+      texts.push(text.slice(0, 200));
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no webview shows ${JSON.stringify(needle)}; frames: ${JSON.stringify(texts)}`);
+}
+
+async function screenshot(page, name) {
+  const file = path.join(config.artifacts, name);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+async function step(name, page, body) {
+  const started = Date.now();
+  try {
+    result.steps[name] = await body();
+    log(`${name}: done`);
+  } catch (error) {
+    result.errors.push({ step: name, error: String(error && error.message ? error.message.split("\n")[0] : error) });
+    log(`${name}: FAILED ${error}`);
+    result.steps[name] = { failed: true };
+  }
+  result.timings[name] = (Date.now() - started) / 1000;
+  if (page) {
+    try {
+      result.steps[name].observed = result.steps[name].observed ?? (await observe(page));
+      result.steps[name].screenshot = await screenshot(page, `${name}.png`);
+    } catch (error) {
+      result.errors.push({ step: `${name} (observe)`, error: String(error) });
+    }
+  }
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: config.chromium,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+  });
+  let withPage;
+  let withoutPage;
+  let missingPage;
+  try {
+    await step("open", null, async () => {
+      [withPage, withoutPage, missingPage] = await Promise.all([
+        openWorkbench(browser, config.with.url),
+        openWorkbench(browser, config.without.url),
+        openWorkbench(browser, config.missing.url),
+      ]);
+      await Promise.all([openFile(withPage, config.file), openFile(withoutPage, config.file), openFile(missingPage, config.file)]);
+      return {};
+    });
+    if (!withPage || !withoutPage || !missingPage) {
+      return;
+    }
+
+    // The extension with an interpreter that lacks onnxlens: a notification with the install
+    // action, which runs that interpreter's pip (here a venv without pip: it fails, visibly).
+    await step("missing", missingPage, async () => {
+      const toast = missingPage.locator(".notification-toast", { hasText: config.missing.message }).first();
+      await toast.waitFor({ timeout: 30_000 });
+      const before = await observe(missingPage);
+      await clickAt(missingPage, toast.locator(".monaco-button", { hasText: config.missing.action }).first());
+      await missingPage.locator(".notification-toast", { hasText: config.missing.afterAction }).first().waitFor({ timeout: 30_000 });
+      return { before };
+    });
+
+    await step("problems", withPage, async () => {
+      const started = Date.now();
+      await waitForErrors(withPage, config.minErrors, 1e9, config.problemsTimeoutMs);
+      const seconds = (Date.now() - started) / 1000;
+      await showProblemsPanel(withPage);
+      await withPage.waitForSelector(".markers-panel .monaco-list-row", { timeout: 10_000 });
+      return { secondsUntilProblems: seconds };
+    });
+
+    // The negative control, looked at now that "with" has had its time.
+    await step("control", withoutPage, async () => {
+      await showProblemsPanel(withoutPage);
+      return {};
+    });
+
+    await step("codeAction", withPage, async () => {
+      // Double-click the problem: the editor selects its range and takes the focus. Then Ctrl+.
+      // lists the code actions there.
+      await withPage.locator(".markers-panel .monaco-list-row", { hasText: config.codeAction.problemText }).first().dblclick();
+      await withPage.waitForTimeout(500);
+      await withPage.keyboard.press("Control+.");
+      await withPage.waitForSelector(".action-widget .monaco-list-row", { state: "visible", timeout: 15_000 });
+      const actions = await withPage.$$eval(".action-widget .monaco-list-row", (rows) => rows.map((row) => row.textContent.trim()));
+      await clickAt(withPage, withPage.locator(".action-widget .monaco-list-row", { hasText: config.codeAction.title }).first());
+      await withPage
+        .locator(".tabs-container .tab", { hasText: new RegExp(config.codeAction.expectTab) })
+        .first()
+        .waitFor({ timeout: 30_000 });
+      return { actions, previewText: await webviewText(withPage, config.codeAction.previewText, 15_000) };
+    });
+
+    await step("fix", withPage, async () => {
+      // Back to the model, select the broken lines, type the fix, save.
+      await withPage.keyboard.press("Escape");
+      await withPage.locator(".tabs-container .tab", { hasText: path.basename(config.file) }).first().click();
+      await withPage.locator(".editor-instance .monaco-editor .view-lines").first().click();
+      await withPage.keyboard.press("Control+g");
+      await withPage.waitForSelector(".quick-input-widget input", { state: "visible" });
+      await withPage.keyboard.type(`${config.fix.line}:1`);
+      await withPage.keyboard.press("Enter");
+      for (let line = config.fix.line; line < config.fix.endLine; line++) {
+        await withPage.keyboard.press("Shift+ArrowDown");
+      }
+      await withPage.keyboard.press("Shift+End");
+      await withPage.keyboard.type(config.fix.text);
+      await withPage.keyboard.press("Control+s");
+      const started = Date.now();
+      // The re-export has finished (the status entry says ok) and the problems are gone.
+      await waitForStatusItem(withPage, config.fix.statusId, config.fix.statusOk, config.clearTimeoutMs);
+      await waitForErrors(withPage, 0, 0, 5_000);
+      await withPage.waitForTimeout(500);
+      return { secondsUntilClear: (Date.now() - started) / 1000 };
+    });
+
+    await step("commands", withPage, async () => {
+      // Our commands from the Command Palette: export everything, then show our output channel,
+      // where the server logs each export with its reason.
+      await runCommand(withPage, "ONNX Lens: Export All Targets");
+      await runCommand(withPage, "ONNX Lens: Show Output");
+      const started = Date.now();
+      await withPage.waitForFunction(
+        (patterns) => {
+          const text = document.querySelector(".output-view .view-lines")?.textContent.replace(/\u00a0/g, " ") ?? "";
+          return patterns.every((pattern) => new RegExp(pattern).test(text));
+        },
+        config.commands.outputPatterns,
+        { timeout: config.commands.timeoutMs, polling: 250 },
+      );
+      const output = await withPage.$eval(".output-view .view-lines", (lines) =>
+        [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
+      );
+      return { secondsUntilExported: (Date.now() - started) / 1000, output };
+    });
+  } finally {
+    await browser.close();
+    result.timings.total = (Date.now() - t0) / 1000;
+    fs.writeFileSync(resultPath, JSON.stringify(result, null, 2));
+  }
+}
+
+main().catch((error) => {
+  result.errors.push({ step: "driver", error: String(error) });
+  fs.writeFileSync(resultPath, JSON.stringify(result, null, 2));
+  process.exit(1);
+});

@@ -1,0 +1,160 @@
+"""End to end in a real VS Code: the packaged extension in code-server, driven by headless
+Chromium, on a copy of examples/ with the real onnxlens server and real torch exports.
+
+Checks what a person sees: the Problems panel lists the onnxlens diagnostics on the right lines
+(the eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
+squiggles on them, the "Open export report" code action opens the markdown report in a preview
+tab, and a fix typed into the editor and saved clears the problems. The same window without
+the extension (the negative control) shows none of it.
+
+Skipped only when the tools are not installed (scripts/install-vscode-e2e; .ci/run runs it).
+Screenshots go to test-artifacts/vscode/.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from vscode_harness import REPO, CodeServer, drive, missing_tools
+
+pytestmark = pytest.mark.skipif(
+    bool(missing_tools()),
+    reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
+)
+
+EXAMPLES = REPO / "examples"
+ARTIFACTS = REPO / "test-artifacts" / "vscode"
+PYTHON = REPO / ".venv" / "bin" / "python"
+FIX = "        return h + h.sum()"  # replaces the eigvals and zeta_features lines: exports cleanly
+
+
+def line_of(path: Path, needle: str) -> int:
+    """1-based number of the first line containing `needle`."""
+    for number, text in enumerate(path.read_text().splitlines(), start=1):
+        if needle in text:
+            return number
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def copy_examples(target: Path) -> Path:
+    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
+    return target
+
+
+def onnxlens_rows(observed: dict) -> list[str]:
+    return [row["text"] for row in observed["rows"] if "onnxlens" in (row["label"] or "") + row["text"]]
+
+
+def explain(result: dict, servers: list[CodeServer]) -> str:
+    """Everything useful when an assertion fails."""
+    logs = "\n".join(server.extension_host_logs() for server in servers)
+    return f"driver errors: {json.dumps(result['errors'], indent=1)}\ndriver log:\n{result['driver_log'][-3000:]}\n{logs[-6000:]}"
+
+
+def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
+    with_ws = copy_examples(tmp_path / "with" / "examples")
+    without_ws = copy_examples(tmp_path / "without" / "examples")
+    missing_ws = copy_examples(tmp_path / "missing" / "examples")
+    empty_venv = tmp_path / "empty-venv"  # a Python without onnxlens, torch or even pip
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(empty_venv)], check=True)
+    empty_python = empty_venv / "bin" / "python"
+    spectral = with_ws / "models" / "spectral.py"
+    eigvals_line = line_of(spectral, "= torch.linalg.eigvals(")
+    zeta_line = line_of(with_ws / "models" / "features.py", "return torch.special.zeta(")
+    assert line_of(spectral, "return zeta_features(eig)") == eigvals_line + 1  # what FIX replaces
+
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)
+    ARTIFACTS.mkdir(parents=True)
+    settings = {"onnxlens.interpreter": str(PYTHON), "onnxlens.logLevel": "debug"}
+    with contextlib.ExitStack() as stack:
+        with_ext = stack.enter_context(CodeServer(tmp_path / "with", settings, extensions=(vsix,), path_prefix=(PYTHON.parent,)))
+        without_ext = stack.enter_context(CodeServer(tmp_path / "without", settings, path_prefix=(PYTHON.parent,)))
+        missing_ext = stack.enter_context(CodeServer(
+            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python)}, extensions=(vsix,)))
+        result = drive(
+            {
+                "artifacts": str(ARTIFACTS),
+                "with": {"url": with_ext.url(with_ws)},
+                "without": {"url": without_ext.url(without_ws)},
+                "missing": {"url": missing_ext.url(missing_ws), "message": "needs onnxlens and torch",
+                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code"},
+                "file": "models/spectral.py",
+                "minErrors": 2,
+                "problemsTimeoutMs": 90_000,
+                "codeAction": {"problemText": f"[Ln {eigvals_line}, Col", "title": "Open export report", "expectTab": "Preview.*spectral",
+                               "previewText": "export report"},
+                "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
+                        "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
+                "clearTimeoutMs": 60_000,
+                # Export All: every target is exported again, by command (the server logs the reason).
+                "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
+                             "timeoutMs": 60_000},
+            },
+            tmp_path,
+        )
+        (ARTIFACTS / "result.json").write_text(json.dumps(result, indent=2))
+        why = explain(result, [with_ext])
+    steps = result["steps"]
+
+    # Problems: both findings, each on its own line, in the Problems panel and as squiggles.
+    problems = steps["problems"]["observed"]
+    rows = onnxlens_rows(problems)
+    # The exporter names the aten/prims ops: linalg_eig for torch.linalg.eigvals, zeta for torch.special.zeta.
+    assert any("linalg_eig" in r and f"[Ln {eigvals_line}, Col" in r for r in rows), f"rows: {problems['rows']}\n{why}"
+    assert any("zeta" in r and f"[Ln {zeta_line}, Col" in r for r in rows), f"rows: {problems['rows']}\n{why}"
+    assert any("unsupported-op" in r for r in rows), rows
+    files = [row["text"] for row in problems["rows"] if "problems in file" in (row["label"] or "")]
+    assert any(f.startswith("spectral.py") for f in files) and any(f.startswith("features.py") for f in files), files
+    assert any("eigvals" in (s["lineText"] or "") and "error" in s["kind"] for s in problems["squiggles"]), problems["squiggles"]
+    status = [item["text"] for item in problems["statusItems"] if "onnxlens" in item["id"]]
+    assert status and "problem" in status[0], f"status bar: {problems['statusItems']}"
+
+    # The negative control: the same window without the extension shows none of it.
+    control = steps["control"]["observed"]
+    assert onnxlens_rows(control) == [], control["rows"]
+    assert control["squiggles"] == [], control["squiggles"]
+    assert control["problems"] in ("No Problems", "Errors: 0", None) or "Errors: 0" in control["problems"], control["problems"]
+    assert not [item for item in control["statusItems"] if "onnxlens" in item["id"]]
+
+    # An interpreter without onnxlens: the user is told, with a one-click install that runs
+    # that interpreter's pip (which fails here: the venv has no pip, and says so).
+    missing = steps["missing"]
+    assert not missing.get("failed"), f"{missing['observed']['notifications']}\n{why}"
+    toast = next(n for n in missing["before"]["notifications"] if "needs onnxlens and torch" in n["message"])
+    assert str(empty_python) in toast["message"] or str(empty_venv) in toast["message"], toast
+    assert "Install onnxlens into this interpreter" in toast["buttons"], toast
+    status = [item["text"] for item in missing["before"]["statusItems"] if "onnxlens" in item["id"]]
+    assert status == ["ONNX Lens: not ready"], missing["before"]["statusItems"]
+    assert any("pip install exited with code 1" in n["message"] for n in missing["observed"]["notifications"]), missing["observed"]["notifications"]
+    assert onnxlens_rows(missing["observed"]) == []
+
+    # The code action opens the markdown report in a preview tab.
+    action = steps["codeAction"]
+    assert "Open export report" in " ".join(action.get("actions", [])), f"code actions: {action.get('actions')}\n{why}"
+    assert any("Preview" in tab and "spectral" in tab for tab in action["observed"]["tabs"]), f"tabs: {action['observed']['tabs']}\n{why}"
+    # ... and the preview shows the report of this export, with the finding in it.
+    assert "spectral" in action["previewText"] and "linalg_eig" in action["previewText"], action["previewText"][:2000]
+
+    # The fix, typed and saved in the editor, clears the problems.
+    assert FIX in spectral.read_text().splitlines(), spectral.read_text()
+    fixed = steps["fix"]["observed"]
+    assert not steps["fix"].get("failed"), f"problems did not clear: {fixed['rows']}\n{why}"
+    assert onnxlens_rows(fixed) == [], fixed["rows"]
+    assert fixed["squiggles"] == [], fixed["squiggles"]
+    status = [item["text"] for item in fixed["statusItems"] if "onnxlens" in item["id"]]
+    assert status and re.fullmatch(r"ONNX: spectral [\d.]+ s · \d+ nodes", status[0]), status
+
+    # Export All Targets and Show Output from the Command Palette: every target exported again
+    # (the fixed spectral too), logged in the "ONNX Lens" output channel.
+    commands = steps["commands"]
+    assert not commands.get("failed"), f"{commands['observed']}\n{why}"
+    output = "\n".join(commands["output"])
+    for target in ("mlp", "encoder", "spectral"):
+        assert re.search(rf"{target}: exported in [\d.]+ s.*\[command\]", output), output
