@@ -179,7 +179,6 @@ def machine() -> list[str]:
                 break
     except OSError:
         pass
-    load = os.getloadavg()
     return [
         f"* CPU: {cpu}; {os.cpu_count()} logical cores available",
         f"* RAM: {psutil.virtual_memory().total / 2**30:.1f} GB",
@@ -188,11 +187,12 @@ def machine() -> list[str]:
         f"onnx {importlib.metadata.version('onnx')}, onnxscript {importlib.metadata.version('onnxscript')}, "
         f"onnxruntime {importlib.metadata.version('onnxruntime')}, "
         f"transformers {importlib.metadata.version('transformers')}",
-        f"* load average at the end (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
     ]
 
 
 def _s(seconds: float) -> str:
+    if seconds < 0.01:
+        return f"{seconds * 1000:.2f} ms"
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
@@ -200,7 +200,8 @@ def _x(ratio: float) -> str:
     return f"{ratio:.1f}x"
 
 
-def report(cold, inproc, worker, runs: int, seconds: float) -> str:
+def report(raw: dict) -> str:
+    cold, inproc, worker, runs, seconds = (raw[k] for k in ("cold", "inproc", "worker", "runs", "seconds"))
     names = [m["name"] for m in MODELS]
     lines = [
         "# onnxlens benchmarks",
@@ -212,7 +213,10 @@ def report(cold, inproc, worker, runs: int, seconds: float) -> str:
         "",
         "## Machine",
         "",
-        *machine(),
+        *raw["machine"],
+        "* load average (1/5/15 min) before: " + " / ".join(f"{x:.1f}" for x in raw["load_before"])
+        + ", after: " + " / ".join(f"{x:.1f}" for x in raw["load_after"])
+        + " (the machine was shared with other jobs while this ran)",
         "",
         "## Export latency (wall clock)",
         "",
@@ -281,16 +285,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--from-json", type=Path, help="rewrite the report from a raw.json of an earlier run")
     args = parser.parse_args()
-    started = time.perf_counter()
-    root = _workspace()
-    try:
-        cold = measure_cold(root, args.runs)
-        inproc = measure_in_process(root, args.runs)
-        worker = asyncio.run(measure_worker(root, args.runs))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    text = report(cold, inproc, worker, args.runs, time.perf_counter() - started)
+    raw_file = args.output.with_name("raw.json")
+    if args.from_json:
+        raw = json.loads(args.from_json.read_text())
+    else:
+        started = time.perf_counter()
+        root = _workspace()
+        load_before = os.getloadavg()
+        try:
+            cold = measure_cold(root, args.runs)
+            inproc = measure_in_process(root, args.runs)
+            worker = asyncio.run(measure_worker(root, args.runs))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        raw = {"cold": cold, "inproc": inproc, "worker": worker, "runs": args.runs,
+               "seconds": time.perf_counter() - started, "load_before": load_before,
+               "load_after": os.getloadavg(), "machine": machine()}
+        raw_file.write_text(json.dumps(raw, indent=1))  # the report can be rewritten from it
+    text = report(raw)
     args.output.write_text(text)
     print(text)
 
