@@ -39,6 +39,7 @@ EventSink = Callable[[dict[str, Any]], None]
 STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
 STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
 CANCEL_GRACE = 10.0  # seconds to wait for the zygote to confirm a cancelled child is gone
+START_GRACE = 120.0  # seconds for the zygote to fork a job's child (it may be preloading)
 # A job's result is overdue (the zygote itself stopped answering) this long after the job's
 # own timeout, which the zygote enforces on the child.
 UNRESPONSIVE_GRACE = 30.0
@@ -166,7 +167,12 @@ class Worker:
         try:
             await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
                               "options": {"threads": threads}})
-            await job.started
+            try:
+                # The zygote forks at once, unless it is importing libraries for a moment.
+                await asyncio.wait_for(asyncio.shield(job.started), START_GRACE)
+            except asyncio.TimeoutError:
+                raise WorkerUnresponsive(
+                    f"the export worker did not start the job within {START_GRACE:g} s") from None
             try:
                 message = await asyncio.wait_for(asyncio.shield(job.result),
                                                  spec.timeout + UNRESPONSIVE_GRACE)
