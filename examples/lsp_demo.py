@@ -109,8 +109,9 @@ async def main() -> int:
         workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name="examples")],
         capabilities=lsp.ClientCapabilities(
             window=lsp.WindowClientCapabilities(work_done_progress=True),
-            text_document=lsp.TextDocumentClientCapabilities(publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
-                related_information=True, code_description_support=True)))))
+            text_document=lsp.TextDocumentClientCapabilities(
+                publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
+                    related_information=True, code_description_support=True)))))
     print(f"server process started and answered initialize in {(time.perf_counter() - started) * 1000:.0f} ms")
     client.initialized(lsp.InitializedParams())
 

@@ -57,10 +57,18 @@ def workspace_module_files(workspace: Workspace) -> dict[str, str]:
     return found
 
 
+# Roots this process has loaded user code from. In-process pipelines (tests, benchmarks) serve
+# several workspaces, and two of them may both have a `models` package: the previous one's must
+# not answer the next one's imports. (Forked children load one workspace and exit.)
+_loaded_roots: dict[str, Workspace] = {}
+
+
 def forget_workspace_modules(workspace: Workspace) -> None:
-    """Drop workspace modules so the next import reads the files as they are now."""
-    for name in workspace_module_files(workspace):
-        sys.modules.pop(name, None)
+    """Drop workspace modules (of this and earlier workspaces) so imports read the files as they are now."""
+    _loaded_roots[workspace.root] = workspace
+    for known in _loaded_roots.values():
+        for name in workspace_module_files(known):
+            sys.modules.pop(name, None)
     _install_fresh_finder(workspace)
     importlib.invalidate_caches()
 

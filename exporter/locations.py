@@ -120,11 +120,25 @@ def frames_from_summary(summary) -> list[Frame]:
         end_lineno = getattr(item, "end_lineno", None)
         frames.append(Frame(
             file=filename, line=int(lineno), func=getattr(item, "name", "") or "",
-            column=colno + 1 if colno is not None else None,
+            column=_character_column(filename, int(lineno), colno),
             end_line=end_lineno,
-            end_column=end_colno + 1 if end_colno is not None else None,
+            end_column=_character_column(filename, end_lineno or int(lineno), end_colno),
         ))
     return frames
+
+
+def _character_column(file: str, line: int, byte_offset: int | None) -> int | None:
+    """1-based character column from CPython's 0-based UTF-8 byte offset (FrameSummary.colno).
+
+    Columns in findings count characters; a line with non-ASCII text before the call would
+    otherwise put the range too far right.
+    """
+    if byte_offset is None:
+        return None
+    text = linecache.getline(file, line)
+    if not text:
+        return byte_offset + 1
+    return len(text.encode("utf-8")[:byte_offset].decode("utf-8", errors="ignore")) + 1
 
 
 def source_line(file: str, line: int) -> str | None:

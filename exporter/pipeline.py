@@ -144,8 +144,9 @@ class Pipeline:
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None
-            self._write_report(job)
+            # Before the report, which shows it; the report itself takes milliseconds.
             result.seconds = time.perf_counter() - start
+            self._write_report(job)
         return result
 
     # -- stages -------------------------------------------------------------------------------
@@ -283,10 +284,12 @@ class Pipeline:
         missing = scanning.unsupported_ops(job.decomposed, job.registry)
         if not missing:
             return
-        located = self._locate_helpers(job, missing)
+        # Ops traced through generated code (torch.cond / while_loop branches) lack their line.
+        in_branches = any(frame.file.startswith("<eval_with_key>") for op in missing for frame in op.frames)
+        located = self._locate_in_branches(job, missing) if in_branches else missing
         job.fail(scanning.findings_for(located, job.workspace, job.fallback()))
 
-    def _locate_helpers(self, job: _Job, missing: list) -> list:
+    def _locate_in_branches(self, job: _Job, missing: list) -> list:
         """Re-capture strictly to blame the innermost user line of ops in torch.cond branches.
 
         Non-strict capture (with helper frames kept, see stacks.py) traces torch.cond branches
@@ -335,13 +338,14 @@ class Pipeline:
 
     def _check(self, job: _Job) -> None:
         import onnx
+        from torch.onnx._internal.exporter import _onnx_program
 
-        proto = job.onnx_program.model_proto
-        if proto.ByteSize() > 1_800_000_000:
-            job.log("model over 2 GB: onnx.checker skipped (it checks in-memory models up to 2 GB)")
+        if _onnx_program._count_initializer_size(job.onnx_program.model.graph) > 1_800_000_000:
+            # A protobuf message cannot exceed 2 GB: the checker cannot take such a model in memory.
+            job.log("model weights over 2 GB: onnx.checker skipped")
             return
         try:
-            onnx.checker.check_model(proto, full_check=True)
+            onnx.checker.check_model(job.onnx_program.model_proto, full_check=True)
         except Exception as error:  # noqa: BLE001 - checker errors come in several types
             job.error = error
             job.fail([_error_finding(job, error, "onnx-checker", "check", "onnx.checker rejected the model")])
@@ -399,8 +403,17 @@ class Pipeline:
             job.log(f"could not write the export report: {type(error).__name__}: {error}")
 
     def _internal_finding(self, job: _Job, error: BaseException) -> Finding:
+        """An exception no stage expected: user code that raised past torch (sys.exit in forward,
+        say), or a bug of ours. Either way a finding of the stage, never a traceback."""
+        from onnxlens.exporter.locations import frames_from_summary
+
         code = _STAGE_CODES.get(job.stage, "translation")
-        return _error_finding(job, error, code, job.stage, f"onnxlens failed in the {job.stage} stage")
+        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
+        if any(job.workspace.contains(frame.file) for frame in frames):
+            context = f"your code raised during the {job.stage} stage"
+        else:
+            context = f"onnxlens failed in the {job.stage} stage (please report this)"
+        return _error_finding(job, error, code, job.stage, context)
 
 
 # -- the export steps, as `_core.export` does them ----------------------------------------------

@@ -36,31 +36,55 @@ class DiagnosticFeatures:
 
     related_information: bool = True
     code_description: bool = True
+    encoding: str = "utf-16"  # the negotiated position encoding (LSP's default: UTF-16 code units)
 
     @classmethod
-    def of(cls, capabilities: lsp.ClientCapabilities | None) -> DiagnosticFeatures:
+    def of(cls, capabilities: lsp.ClientCapabilities | None, encoding: object = None) -> DiagnosticFeatures:
+        encoding = encoding_name(encoding)
         publish = capabilities and capabilities.text_document and capabilities.text_document.publish_diagnostics
         if not publish:
-            return cls(related_information=False, code_description=False)
+            return cls(related_information=False, code_description=False, encoding=encoding)
         return cls(related_information=bool(publish.related_information),
-                   code_description=bool(publish.code_description_support))
+                   code_description=bool(publish.code_description_support), encoding=encoding)
+
+
+def encoding_name(encoding: object) -> str:
+    """"utf-16" for pygls' negotiated PositionEncodingKind (an enum, a string, or None)."""
+    return str(getattr(encoding, "value", encoding) or "utf-16")
+
+
+def units(text: str | None, index: int, encoding: str = "utf-16") -> int:
+    """A code-point index into a line -> the client's position units (they differ only when
+    the line has non-ASCII text before the index)."""
+    if text is None or encoding == "utf-32" or text.isascii():
+        return index
+    prefix, beyond = text[:index], max(index - len(text), 0)
+    if encoding == "utf-8":
+        return len(prefix.encode("utf-8")) + beyond
+    return len(prefix.encode("utf-16-le")) // 2 + beyond
 
 
 def line_range(line: int, column: int, end_line: int | None, end_column: int | None,
-               text: str | None) -> lsp.Range:
-    """0-based wire range of a 1-based (line, column, end_line, end_column) location."""
-    start = lsp.Position(line=max(line - 1, 0), character=max(column - 1, 0))
+               text: str | None, encoding: str = "utf-16") -> lsp.Range:
+    """0-based wire range of a 1-based (line, column, end_line, end_column) location in code
+    points; `text` is the text of `line`."""
+    start_line = max(line - 1, 0)
+    start = max(column - 1, 0)
     if end_column is None:
         # The rest of the line's text; unknown text: the start of the next line (whole line).
         if text is None:
-            return lsp.Range(start=start, end=lsp.Position(line=start.line + 1, character=0))
+            return lsp.Range(start=lsp.Position(line=start_line, character=start),
+                             end=lsp.Position(line=start_line + 1, character=0))
         stripped = text.rstrip("\r\n")
         if column <= 1:
-            start = lsp.Position(line=start.line, character=len(stripped) - len(stripped.lstrip()))
-        end_char = max(len(stripped.rstrip()), start.character)
-        return lsp.Range(start=start, end=lsp.Position(line=start.line, character=end_char))
-    end = lsp.Position(line=max((end_line or line) - 1, 0), character=max(end_column - 1, 0))
-    return lsp.Range(start=start, end=end)
+            start = len(stripped) - len(stripped.lstrip())
+        end = max(len(stripped.rstrip()), start)
+        return lsp.Range(start=lsp.Position(line=start_line, character=units(text, start, encoding)),
+                         end=lsp.Position(line=start_line, character=units(text, end, encoding)))
+    end_line0 = max((end_line or line) - 1, 0)
+    end_text = text if end_line0 == start_line else None  # other lines: no text at hand, as is
+    return lsp.Range(start=lsp.Position(line=start_line, character=units(text, start, encoding)),
+                     end=lsp.Position(line=end_line0, character=units(end_text, max(end_column - 1, 0), encoding)))
 
 
 def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFeatures,
@@ -76,7 +100,7 @@ def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFea
             lsp.DiagnosticRelatedInformation(
                 location=lsp.Location(
                     uri=uri_of(r.file),
-                    range=line_range(r.line, r.column, None, None, line_text(r.file, r.line)),
+                    range=line_range(r.line, r.column, None, None, line_text(r.file, r.line), features.encoding),
                 ),
                 message=r.message,
             )
@@ -87,7 +111,7 @@ def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFea
         description = lsp.CodeDescription(href=finding.docs_url)
     return lsp.Diagnostic(
         range=line_range(location.line, location.column, location.end_line, location.end_column,
-                         line_text(location.file, location.line)),
+                         line_text(location.file, location.line), features.encoding),
         severity=SEVERITIES.get(finding.severity, lsp.DiagnosticSeverity.Error),
         code=finding.code,
         code_description=description,

@@ -7,6 +7,7 @@ targets whose definition changed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,9 +41,12 @@ def did_open(ls: OnnxlensServer, params: lsp.DidOpenTextDocumentParams) -> None:
 
 
 def did_save(ls: OnnxlensServer, params: lsp.DidSaveTextDocumentParams) -> None:
+    """The editor's save and watchdog's event for it race; whichever comes second finds the
+    file as already seen and does nothing (a started job is not cancelled for the same content).
+    A save without changes exports nothing either: the result would be the cached one."""
     path = path_of(params.text_document.uri)
-    ls.signature_changed(path)  # remember it, so the watchdog echo of this save is ignored
-    file_changed(ls, path, reason=f"saved {Path(path).name}")
+    if ls.signature_changed(path):
+        file_changed(ls, path, reason=f"saved {Path(path).name}")
 
 
 def on_disk_change(ls: OnnxlensServer, path: str) -> None:
@@ -59,12 +63,27 @@ def on_disk_change(ls: OnnxlensServer, path: str) -> None:
 def file_changed(ls: OnnxlensServer, path: str, *, reason: str) -> None:
     for project in list(ls.projects.values()):
         if path == str(project.config_file):
-            config_changed(ls, project)
+            _reload_config_soon(ls, project)
             continue
         if not ls.settings.export_on_save or project.is_ignored(path):
             continue
         for target in project.targets_depending_on(path):
             ls.scheduler.request(project, target, reason)
+
+
+def _reload_config_soon(ls: OnnxlensServer, project: Project) -> None:
+    """Reload after the debounce time, like exports: a watchdog event can catch the file
+    half-written (truncated), and reading that would drop every target for a moment."""
+    if (timer := ls.config_reloads.pop(project.key, None)) is not None:
+        timer.cancel()
+    loop = asyncio.get_running_loop()
+    ls.config_reloads[project.key] = loop.call_later(ls.settings.debounce_ms / 1000, _reload_now, ls, project)
+
+
+def _reload_now(ls: OnnxlensServer, project: Project) -> None:
+    ls.config_reloads.pop(project.key, None)
+    if ls.projects.get(project.key) is project:  # not removed meanwhile
+        config_changed(ls, project)
 
 
 def config_changed(ls: OnnxlensServer, project: Project) -> None:
@@ -96,12 +115,25 @@ def _maybe_new_config(ls: OnnxlensServer, path: str) -> None:
         ls.export_project(project, reason="configuration added")
 
 
-def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+async def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+    """Settings pushed with the notification, or, when it carries none (the pull model), asked
+    for with workspace/configuration (section "onnxlens")."""
+    raw = params.settings
+    workspace = ls.client_capabilities.workspace
+    if not raw and workspace and workspace.configuration:
+        try:
+            [raw] = await ls.workspace_configuration_async(lsp.ConfigurationParams(
+                items=[lsp.ConfigurationItem(section="onnxlens")]))
+        except Exception as error:  # noqa: BLE001 - keep the current settings
+            ls.log(logging.WARNING, f"onnxlens: could not read the settings: {error}")
+            return
     before = ls.settings
-    ls.settings, problems = parse_settings(params.settings, before)
+    ls.settings, problems = parse_settings(raw, before)
     logging.getLogger("onnxlens").setLevel(ls.settings.logging_level)
     for problem in problems:
         ls.log(logging.WARNING, problem)
+    if ls.settings != before:
+        ls.log(logging.INFO, f"onnxlens: settings now {ls.settings.describe()}")
     if ls.settings.jobs != before.jobs:
         ls.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
     if ls.settings.verify != before.verify:

@@ -8,6 +8,7 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import LineInfo
 
+from .diagnostics import encoding_name, line_range
 from .project import norm
 from .uris import path_of
 
@@ -31,12 +32,10 @@ def hover(ls: OnnxlensServer, params: lsp.HoverParams) -> lsp.Hover | None:
                 sections.append(render(name, merge(infos), stale=state.running))
     if not sections:
         return None
-    text = ls.line_text(path, line) or ""
-    start = len(text) - len(text.lstrip())
+    text = ls.line_text(path, line)
     return lsp.Hover(
         contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
-        range=lsp.Range(start=lsp.Position(line=line - 1, character=start),
-                        end=lsp.Position(line=line - 1, character=len(text.rstrip()))),
+        range=line_range(line, 1, None, None, text, encoding_name(ls.workspace.position_encoding)),
     )
 
 

@@ -78,12 +78,14 @@ class ExportScheduler:
         self._server = server
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
+        self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
         self.stats = ExportStats()
 
     def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None) -> None:
         """Export `target` once the triggers stop for the debounce time."""
         key = (project.key, target)
         self.stats.triggers += 1
+        self._requested_at[key] = time.perf_counter()
         if (timer := self._timers.pop(key, None)) is not None:
             timer.cancel()
         if delay_s is None:
@@ -176,6 +178,10 @@ class ExportScheduler:
         self.stats.last[spec.name] = {
             "reason": reason, "status": result.status, "job_seconds": result.seconds,
             "service_seconds": service_seconds, "cached": result.cached,
+            # from the last trigger (minus the debounce) to the diagnostics written: what the
+            # server adds around the service is this minus service_seconds.
+            "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get(key, started),
+            "debounce_seconds": server.settings.debounce_ms / 1000,
         }
         server.refresh_code_lens()
         progress.end(summary(result))

@@ -49,6 +49,7 @@ class OnnxlensServer(LanguageServer):
         # editor just saved (didSave already handled it) must not export twice.
         self.signatures: dict[str, tuple[int, int] | None] = {}
         self._lines: dict[str, tuple[int, list[str]]] = {}  # path -> (mtime_ns, lines), for line_text
+        self.config_reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending reload
 
     # --- logging -------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
@@ -146,7 +147,7 @@ class OnnxlensServer(LanguageServer):
                 uri=uri_of(path), diagnostics=self.diagnostics.diagnostics(path)))
 
     def _entries(self, project: Project, owner: str, findings: list[Finding]) -> list[Entry]:
-        features = DiagnosticFeatures.of(self.client_capabilities)
+        features = DiagnosticFeatures.of(self.client_capabilities, self.workspace.position_encoding)
         entries = []
         for finding in findings:
             if finding.location is None:

@@ -28,6 +28,11 @@ class Settings:
     def logging_level(self) -> int:
         return LOG_LEVELS[self.log_level]
 
+    def describe(self) -> str:
+        """The settings under their wire names, for the log."""
+        values = {wire: getattr(self, name) for wire, (name, _, _) in _FIELDS.items()}
+        return ", ".join(f"{wire}={value!r}" for wire, value in values.items())
+
 
 # wire name -> (field name, check, what a valid value is)
 _FIELDS: dict[str, tuple[str, Any, str]] = {

@@ -24,4 +24,6 @@ def stats(ls: OnnxlensServer, params: Any = None) -> dict[str, Any]:
                              for name, state in project.targets.items() if state.running)
     data["projects"] = [{"config": key, "targets": sorted(project.targets)} for key, project in ls.projects.items()]
     data["service_ready"] = ls.service_ready.is_set()
+    worker = getattr(ls.service, "worker", None)
+    data["worker_pid"] = worker.pid if worker is not None else None
     return data

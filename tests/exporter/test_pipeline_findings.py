@@ -350,3 +350,21 @@ def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
     assert [f.new_text for f in fixes] == ["    torch._check(n > 2)\n", "    torch._check(n <= 2)\n"]
     assert all((f.line, f.column, f.end_line, f.end_column) == (2, 1, 2, 1) for f in fixes)
     assert fixes[0].title == "Insert torch._check(n > 2)"
+
+
+def test_columns_count_characters_not_utf8_bytes(tmp_path):
+    # CPython's traceback columns are UTF-8 byte offsets; editors count characters.
+    write(tmp_path, "model.py", '''
+        import torch
+
+        def build():
+            größe = 4; raise ValueError(f"no weights for {größe}")
+
+        def inputs():
+            return (torch.randn(2, 4),)
+        ''')
+    result = shared_pipeline().run(spec_for(tmp_path, "m", "model.py:build", "model.py:inputs"))
+    finding = next(f for f in result.findings if f.code == "setup")
+    text = (tmp_path / "model.py").read_text().splitlines()[finding.location.line - 1]
+    start, end = finding.location.column - 1, finding.location.end_column - 1
+    assert text[start:end] == 'raise ValueError(f"no weights for {größe}")'

@@ -167,12 +167,31 @@ def test_a_bug_in_onnxlens_itself_becomes_a_finding_not_a_traceback(workspace, m
     assert begun == ended
 
 
-def test_report_and_verification_stubs_do_not_break_the_run(workspace):
-    # verify.py and report.py belong to another helper; until they land they raise
-    # NotImplementedError, and once they land they run: either way the export succeeds.
+def test_every_run_writes_a_report_with_its_time_and_a_verification(workspace):
     result = shared_pipeline().run(small(workspace, verify=True))
     assert result.status == "ok"
-    assert result.report is None or os.path.exists(result.report)
+    assert result.verification is not None and result.verification["passed"] is True
+    report = Path(result.report).read_text()
+    assert "Total time: 0.00 s" not in report
+    assert f"Total time: {result.seconds:.2f} s" in report
+
+
+def test_two_workspaces_with_a_package_of_the_same_name_do_not_see_each_other(tmp_path):
+    # In one process (tests, benchmarks) the second workspace's `models` must not be the first's.
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root, width in ((first, 3), (second, 5)):
+        write(root, "models/__init__.py", "")
+        write(root, "models/sizes.py", f"WIDTH = {width}\n")
+        write(root, "models/net.py", "from models.sizes import WIDTH\n"
+              + MODEL.replace("nn.Linear(4, 3)", "nn.Linear(4, WIDTH)"))
+    pipeline = shared_pipeline()
+    runs = [pipeline.run(spec_for(root, "net", "models/net.py:build", "models/net.py:inputs"))
+            for root in (first, second)]
+    assert [r.status for r in runs] == ["ok", "ok"]
+    import onnx
+
+    widths = [onnx.load(r.onnx).graph.output[0].type.tensor_type.shape.dim[1].dim_value for r in runs]
+    assert widths == [3, 5]
 
 
 def test_warm_up_builds_the_tables_that_later_jobs_reuse(workspace):
@@ -186,3 +205,25 @@ def test_warm_up_builds_the_tables_that_later_jobs_reuse(workspace):
     assert pipeline.run(small(workspace)).status == "ok"
     assert pipeline.tables._registries[20] is registry  # not rebuilt per job, as the public API does
     assert pipeline.tables._decompositions == decompositions
+
+
+def test_sys_exit_in_forward_is_a_finding_on_its_line(workspace):
+    write(workspace, "exits.py", '''
+        import sys
+
+        import torch
+
+
+        class Exits(torch.nn.Module):
+            def forward(self, x):
+                sys.exit(3)
+
+
+        def inputs():
+            return (torch.randn(2),)
+    ''')
+    result = shared_pipeline().run(spec_for(workspace, "exits", "exits.py:Exits", "exits.py:inputs"))
+    assert [(f.code, f.stage) for f in result.findings] == [("torch-export", "capture")]
+    finding = result.findings[0]
+    assert finding.location.line == line_of(workspace / "exits.py", "sys.exit(3)")
+    assert "SystemExit" in finding.message and "your code raised" in finding.message

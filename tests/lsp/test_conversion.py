@@ -115,3 +115,18 @@ def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
     assert edit.new_text == "        torch._check(u0 >= 0)\n"
     assert (edit.range.start.line, edit.range.start.character, edit.range.end.line, edit.range.end.character) == (
         19, 0, 19, 0)  # an insertion before the line
+
+
+def test_columns_count_in_the_clients_units_on_lines_with_non_ascii_text():
+    text = '    s = "héllo😀"; y = torch.special.zeta(a, b)'
+    column = text.index("torch") + 1  # code points, 1-based
+    finding = Finding(code="unsupported-op", message="m", stage="scan", location=Location(
+        file="/w/u.py", line=1, column=column, end_line=1, end_column=column + len("torch.special.zeta(a, b)")))
+    LINES[("/w/u.py", 1)] = text
+    utf16 = to_diagnostic(finding, line_text, ALL).range
+    # The emoji is 2 UTF-16 code units, é is 1: one unit more than code points from there on.
+    assert (utf16.start.character, utf16.end.character) == (column, column + 24)
+    utf8 = to_diagnostic(finding, line_text, DiagnosticFeatures(encoding="utf-8")).range
+    assert utf8.start.character == len(text[:column - 1].encode("utf-8"))
+    utf32 = to_diagnostic(finding, line_text, DiagnosticFeatures(encoding="utf-32")).range
+    assert utf32.start.character == column - 1

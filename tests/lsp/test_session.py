@@ -139,22 +139,27 @@ async def test_requests_are_answered_while_an_export_runs(client: LanguageClient
             await asyncio.sleep(0.01)
     await asyncio.wait_for(encoder_running(), 60)
 
+    requests = {
+        "hover": lambda: client.text_document_hover_async(lsp.HoverParams(
+            text_document=lsp.TextDocumentIdentifier(uri=mlp.as_uri()),
+            position=lsp.Position(line=line_of(mlp, "self.net(x)"), character=12))),
+        "codeAction": lambda: client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()),
+            range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=30, character=0)),
+            context=lsp.CodeActionContext(diagnostics=[]))),
+        "codeLens": lambda: client.text_document_code_lens_async(lsp.CodeLensParams(
+            text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()))),
+    }
+    # Best of 3 per request: a blocked event loop makes every attempt slow (the export runs for
+    # seconds), while one unlucky CPU time slice on this shared 2-core machine does not fail it.
     timings = {}
-    start = time.perf_counter()
-    await client.text_document_hover_async(lsp.HoverParams(
-        text_document=lsp.TextDocumentIdentifier(uri=mlp.as_uri()),
-        position=lsp.Position(line=line_of(mlp, "self.net(x)"), character=12)))
-    timings["hover"] = time.perf_counter() - start
-    start = time.perf_counter()
-    await client.text_document_code_action_async(lsp.CodeActionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()),
-        range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=30, character=0)),
-        context=lsp.CodeActionContext(diagnostics=[])))
-    timings["codeAction"] = time.perf_counter() - start
-    start = time.perf_counter()
-    await client.text_document_code_lens_async(lsp.CodeLensParams(
-        text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri())))
-    timings["codeLens"] = time.perf_counter() - start
+    for name, send in requests.items():
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            await asyncio.wait_for(send(), 10)
+            times.append(time.perf_counter() - start)
+        timings[name] = min(times)
 
     assert "encoder" in (await stats(client))["running"], "the export must still run for this to mean anything"
     # The explicit responsiveness requirement: the event loop is never blocked by an export.
@@ -193,14 +198,18 @@ async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: La
     assert _started(after, "mlp") == _started(before, "mlp") + 1
     assert _started(after, "spectral") == _started(before, "spectral"), after["last"]
 
-    # A broken config: a `config` diagnostic on the config file, cleared when fixed.
+    # A broken config: a `config` diagnostic on the broken target's table in the config file; the
+    # other targets are untouched; fixing it clears the diagnostic.
     broken = original.replace('inputs = "models/mlp.py:example_inputs"\n', "")
     save_file(client, config, broken)
-    await wait_until(lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"],
-                     30, "config diagnostic")
+    [problem] = await wait_until(
+        lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"], 30, "config diagnostic")
+    assert problem.range.start.line == line_of(config, "[[tool.onnxlens.target]]")  # mlp's table
+    assert "inputs" in problem.message
     save_file(client, config, original)
     await wait_until(lambda: cleared(client, config), 30, "config diagnostic cleared")
-    await _idle(client)
+    final = await _idle(client)
+    assert _started(final, "spectral") == _started(before, "spectral")
 
 
 @pytest.mark.parametrize("command, arguments, says", [
@@ -242,8 +251,12 @@ async def test_settings_turn_export_on_save_off_and_report_bad_values(client: La
     assert _started(await stats(client), "mlp") == _started(before, "mlp")
     assert any("debounceMs" in m.message for m in client.log_messages)
 
-    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
-        settings={"onnxlens": {"exportOnSave": True}}))
+    # The pull model: an empty notification, the server asks with workspace/configuration.
+    client.set_configuration({"exportOnSave": True}, section="onnxlens")
+    logged = len(client.log_messages)
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
+    await wait_until(lambda: any("exportOnSave=True" in m.message for m in client.log_messages[logged:]),
+                     10, "settings pulled")
     save_file(client, mlp, mlp.read_text() + "\n# and on again\n")
     await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+import psutil
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
@@ -98,10 +99,15 @@ async def test_reopened_workspace_shows_cached_results_without_exporting(tmp_pat
     first = await session()
     try:
         for target in ("mlp", "encoder", "spectral"):
-            await exports_finished(first, target, 1)
+            data = await exports_finished(first, target, 1)
+        worker_pid = data["worker_pid"]
+        assert worker_pid and psutil.pid_exists(worker_pid)
     finally:
         await first.shutdown_session()
         await first.stop()
+    # shutdown stopped the export worker with the server: nothing left behind.
+    await wait_until(lambda: not psutil.pid_exists(worker_pid) or
+                     psutil.Process(worker_pid).status() == psutil.STATUS_ZOMBIE, 10, "worker gone")
 
     second = await session()
     try:

@@ -1,14 +1,16 @@
-// Drives two code-server windows in headless Chromium (playwright-core) and records what a
+// Drives three code-server windows in headless Chromium (playwright-core) and records what a
 // person would see; tests/vscode/test_vscode_e2e.py makes the assertions.
 //
 //   node drive_vscode.cjs CONFIG.json RESULT.json
 //
 // "with": code-server with the ONNX Lens extension; "without": the same without it (the
-// negative control). Both open the same file at the same time, and "without" is looked at when
-// "with" has shown its problems (or given up), so the control waits exactly as long.
-// Steps on "with": problems + squiggles, the "Open export report" code action, then a fix typed
-// into the editor and saved, and the problems again. Every step records what it saw, or the
-// error that stopped it, and a screenshot; the script itself never decides pass or fail.
+// negative control); "missing": the extension with an interpreter that lacks onnxlens. All open
+// the same file at the same time, and "without" is looked at when "with" has shown its problems
+// (or given up), so the control waits exactly as long.
+// Steps on "with": problems + squiggles, the "Open export report" code action, a fix typed into
+// the editor and saved, then commands from the Command Palette. On "missing": the notification
+// and its install action, then settings changed in the Settings editor. Every step records what
+// it saw, or the error that stopped it, and a screenshot; the script never decides pass or fail.
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
@@ -82,12 +84,29 @@ async function showProblemsPanel(page) {
 }
 
 /** Runs a command from the Command Palette (F1), as a person would. */
-async function runCommand(page, title) {
+async function runCommand(page, title, { waitHidden = true } = {}) {
   await page.keyboard.press("F1");
   await page.waitForSelector(".quick-input-widget input", { state: "visible" });
   await page.keyboard.type(title);
   await clickAt(page, page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first());
-  await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+  if (waitHidden) {
+    await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+  }
+}
+
+/** Sets a text or number setting in the Settings editor (the user settings), as a person would. */
+async function changeSetting(page, key, value) {
+  await runCommand(page, "Preferences: Open User Settings"); // opens with the search box focused
+  await page.waitForSelector(".settings-editor", { state: "visible" });
+  await page.keyboard.type(`@id:${key}`); // only this setting
+  const input = page.locator(`.settings-editor input[aria-label="${key}"]`);
+  await input.waitFor({ timeout: 10_000 });
+  await input.fill(value);
+  await input.press("Tab"); // leave the field: the value is written to settings.json
+  await page.waitForTimeout(1000);
+  // Close the Settings editor, so that the next change starts from a fresh one.
+  await clickAt(page, page.locator(".tabs-container .tab", { hasText: "Settings" }).locator(".codicon-close").first());
+  await page.waitForSelector(".settings-editor", { state: "hidden" });
 }
 
 /** Waits until the problems counter shows between `min` and `max` errors. */
@@ -285,7 +304,30 @@ async function main() {
       const output = await withPage.$eval(".output-view .view-lines", (lines) =>
         [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
       );
-      return { secondsUntilExported: (Date.now() - started) / 1000, output };
+      const secondsUntilExported = (Date.now() - started) / 1000;
+      // Reveal ONNX File: pick one of the exported models; the Explorer selects it.
+      await runCommand(withPage, "ONNX Lens: Reveal ONNX File", { waitHidden: false });
+      const pick = withPage.locator(".quick-input-list .monaco-list-row", { hasText: config.commands.reveal });
+      await pick.first().waitFor({ timeout: 10_000 });
+      const choices = await withPage.$$eval(".quick-input-list .monaco-list-row", (rows) => rows.map((row) => row.textContent));
+      await clickAt(withPage, pick.first());
+      const selected = withPage.locator(".explorer-folders-view .monaco-list-row.selected", { hasText: config.commands.reveal });
+      await selected.first().waitFor({ timeout: 10_000 });
+      return { secondsUntilExported, output, choices, explorerSelection: await selected.first().textContent() };
+    });
+
+    // Settings changed in the Settings editor while the window is open: a working interpreter
+    // restarts the server, which then exports; a later change of a server setting is pushed
+    // to the running server (the test reads the LSP trace for it).
+    await step("interpreterChange", missingPage, async () => {
+      const change = config.interpreterChange;
+      const started = Date.now();
+      await changeSetting(missingPage, "onnxlens.interpreter", change.interpreter);
+      await waitForStatusItem(missingPage, "onnxlens", change.statusPattern, change.timeoutMs);
+      const secondsUntilExported = (Date.now() - started) / 1000;
+      await changeSetting(missingPage, "onnxlens.jobs", String(change.jobs));
+      await missingPage.waitForTimeout(3000); // the change goes out as a notification: nothing to wait on in the UI
+      return { secondsUntilExported };
     });
   } finally {
     await browser.close();

@@ -1,11 +1,16 @@
 """End to end in a real VS Code: the packaged extension in code-server, driven by headless
-Chromium, on a copy of examples/ with the real onnxlens server and real torch exports.
+Chromium, on copies of examples/ with the real onnxlens server and real torch exports.
 
-Checks what a person sees: the Problems panel lists the onnxlens diagnostics on the right lines
-(the eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
-squiggles on them, the "Open export report" code action opens the markdown report in a preview
-tab, and a fix typed into the editor and saved clears the problems. The same window without
-the extension (the negative control) shows none of it.
+Three windows, each its own code-server:
+* "with" the extension: the Problems panel lists the onnxlens diagnostics on the right lines (the
+  eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
+  squiggles, the "Open export report" code action opens the markdown report in a preview tab, a
+  fix typed into the editor and saved clears the problems, and Export All Targets / Show Output
+  work from the Command Palette;
+* "without" the extension, the negative control: none of it;
+* "missing": the extension with an interpreter that lacks onnxlens: a notification with the
+  one-click install; then the interpreter changed in the Settings editor restarts the server, and
+  a server setting changed there reaches the running server (read from the LSP trace).
 
 Skipped only when the tools are not installed (scripts/install-vscode-e2e; .ci/run runs it).
 Screenshots go to test-artifacts/vscode/.
@@ -77,7 +82,8 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
         with_ext = stack.enter_context(CodeServer(tmp_path / "with", settings, extensions=(vsix,), path_prefix=(PYTHON.parent,)))
         without_ext = stack.enter_context(CodeServer(tmp_path / "without", settings, path_prefix=(PYTHON.parent,)))
         missing_ext = stack.enter_context(CodeServer(
-            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python)}, extensions=(vsix,)))
+            tmp_path / "missing", {**settings, "onnxlens.interpreter": str(empty_python), "onnxlens.trace.server": "verbose"},
+            extensions=(vsix,)))
         result = drive(
             {
                 "artifacts": str(ARTIFACTS),
@@ -93,14 +99,18 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
+                "interpreterChange": {"interpreter": str(PYTHON), "jobs": 2, "timeoutMs": 90_000,
+                                      # the restarted server is exporting (or has exported) a target
+                                      "statusPattern": r"^ONNX: (mlp|encoder|spectral|2 problems)\b"},
                 # Export All: every target is exported again, by command (the server logs the reason).
                 "commands": {"outputPatterns": [rf"{t}: exported in [\d.]+ s.*\[command\]" for t in ("mlp", "encoder", "spectral")],
-                             "timeoutMs": 60_000},
+                             "timeoutMs": 60_000, "reveal": "spectral.onnx"},
             },
             tmp_path,
         )
         (ARTIFACTS / "result.json").write_text(json.dumps(result, indent=2))
-        why = explain(result, [with_ext])
+        why = explain(result, [with_ext, missing_ext])
+        trace = missing_ext.output_channel("ONNX Lens Trace")
     steps = result["steps"]
 
     # Problems: both findings, each on its own line, in the Problems panel and as squiggles.
@@ -158,3 +168,21 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     output = "\n".join(commands["output"])
     for target in ("mlp", "encoder", "spectral"):
         assert re.search(rf"{target}: exported in [\d.]+ s.*\[command\]", output), output
+    # Reveal ONNX File offers every exported model and selects the chosen one in the Explorer.
+    assert all(any(f"{t}.onnx" in choice for choice in commands["choices"]) for t in ("mlp", "encoder", "spectral")), commands["choices"]
+    assert "spectral.onnx" in commands["explorerSelection"]
+    assert (with_ws / ".onnxlens" / "spectral.onnx").is_file()
+
+    # Changing onnxlens.interpreter to a working one restarted the server, which exports; a
+    # later change of server settings went to it as workspace/didChangeConfiguration with the
+    # keys it knows (not the client's own: interpreter, trace).
+    change = steps["interpreterChange"]
+    assert not change.get("failed"), f"{change['observed']['statusItems']}\n{why}"
+    pushed = [json.loads(params) for params in re.findall(
+        r"Sending notification 'workspace/didChangeConfiguration'\.\nParams: (\{.*?\n\})", trace, re.S)]
+    assert {"settings": {"onnxlens": {"exportOnSave": True, "verify": None, "jobs": 2, "debounceMs": 200,
+                                      "logLevel": "debug"}}} in pushed, trace[-4000:]
+    initialize = re.search(r"Sending request 'initialize - \(0\)'\.\nParams: (\{.*?\n\})", trace, re.S)
+    assert initialize, trace[:4000]
+    assert json.loads(initialize.group(1))["initializationOptions"] == {
+        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "logLevel": "debug"}

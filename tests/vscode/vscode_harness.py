@@ -97,10 +97,18 @@ class CodeServer:
         env["PATH"] = os.pathsep.join([*map(str, self.path_prefix), env.get("PATH", "")])
         return env
 
+    @property
+    def settings_file(self) -> Path:
+        """The user settings.json; VS Code applies edits of it while it runs."""
+        return self.user_data / "User" / "settings.json"
+
+    def user_settings(self, **changes) -> dict:
+        """The full user settings with `changes` applied (what to write to settings_file)."""
+        return {**QUIET_SETTINGS, **self.settings, **changes}
+
     def __enter__(self) -> CodeServer:
-        settings_file = self.user_data / "User" / "settings.json"
-        settings_file.parent.mkdir(parents=True, exist_ok=True)
-        settings_file.write_text(json.dumps({**QUIET_SETTINGS, **self.settings}, indent=2))
+        self.settings_file.parent.mkdir(parents=True, exist_ok=True)
+        self.settings_file.write_text(json.dumps(self.user_settings(), indent=2))
         self.extensions_dir.mkdir(parents=True, exist_ok=True)
         for vsix in self.extensions:
             run([str(CODE_SERVER), "--install-extension", str(vsix), *self._dirs()], cwd=self.home, env=self.env, timeout=120)
@@ -156,6 +164,11 @@ class CodeServer:
                 return
             except subprocess.TimeoutExpired:
                 continue
+
+    def output_channel(self, name: str) -> str:
+        """What an extension wrote to its output channel `name` (VS Code keeps it in a log file)."""
+        logs = sorted(self.user_data.glob(f"logs/*/exthost*/output_logging_*/*-{name}.log"))
+        return "\n".join(log.read_text(errors="replace") for log in logs)
 
     def extension_host_logs(self) -> str:
         """The extension host's and our output channel's logs, for failure messages."""

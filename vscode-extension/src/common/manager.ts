@@ -35,7 +35,13 @@ export class ServerManager implements vscode.Disposable {
 
   /** (Re)starts the server; resolves when it runs or has failed (the user has been told). */
   restart(reason: string): Promise<void> {
-    this.queue = this.queue.then(() => this.stopThenStart(reason));
+    this.queue = this.queue.then(() =>
+      this.stopThenStart(reason).catch((error) => {
+        // Keep the queue alive: the next restart must still run.
+        this.logger.error(`starting the server failed: ${error instanceof Error ? error.stack : error}`);
+        this.status.apply({ kind: "server", phase: "stopped", detail: String(error) });
+      }),
+    );
     return this.queue;
   }
 

@@ -61,7 +61,8 @@ export async function startServer(options: ServerStartOptions): Promise<Language
     traceOutputChannel: options.traceChannel,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: options.settings,
-    // didChangeConfiguration carries the whole `onnxlens` section whenever it changes.
+    // A change of any `onnxlens.*` setting sends workspace/didChangeConfiguration (with the
+    // payload the middleware below makes).
     synchronize: { configurationSection: CONFIG_SECTION },
     middleware: {
       workspace: {
