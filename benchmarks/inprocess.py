@@ -56,13 +56,15 @@ def cold(root: str, model: dict, out: str) -> None:
     print(json.dumps({"saved_at": time.time()}))
 
 
-def _median_of(runs: int, action) -> float:
-    times = []
+def _median_of(runs: int, action) -> dict[str, float]:
+    """Median wall-clock and CPU seconds (this process, all its threads) of `runs` calls."""
+    walls, cpus = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
 
 
 def warm(root: str, models: list[dict], runs: int) -> None:

@@ -23,6 +23,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,18 +73,24 @@ def _spec(root: Path, model: dict, *, verify: bool) -> TargetSpec:
     )
 
 
-def measure_cold(root: Path, runs: int) -> dict[str, float]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure_cold(root: Path, runs: int) -> dict[str, dict[str, float]]:
     results = {}
     for model in MODELS:
-        times = []
+        walls, cpus = [], []
         for run in range(runs):
             out = root / f"cold-{model['name']}-{run}.onnx"
-            start = time.time()
+            start, cpu = time.time(), _children_cpu()
             done = subprocess.run([sys.executable, str(INPROCESS), "cold", str(root), _model_json(model), str(out)],
                                   capture_output=True, text=True, check=True)
-            times.append(json.loads(done.stdout.strip().splitlines()[-1])["saved_at"] - start)
-        results[model["name"]] = statistics.median(times)
-        print(f"cold {model['name']}: {results[model['name']]:.2f} s", flush=True)
+            walls.append(json.loads(done.stdout.strip().splitlines()[-1])["saved_at"] - start)
+            cpus.append(_children_cpu() - cpu)  # the whole process, exit included
+        results[model["name"]] = {"wall": statistics.median(walls), "cpu": statistics.median(cpus)}
+        print(f"cold {model['name']}: {results[model['name']]}", flush=True)
     return results
 
 
@@ -96,12 +103,16 @@ def measure_in_process(root: Path, runs: int) -> dict[str, dict[str, float]]:
     return results
 
 
-async def _timed_export(service: ExportService, spec: TargetSpec) -> float:
+async def _timed_export(service: ExportService, spec: TargetSpec) -> tuple[float, float]:
+    """(wall seconds from request to result, CPU seconds of the job's child)."""
+    exits = service.worker.exit_count
     start = time.perf_counter()
     result = await service.export(spec)
     seconds = time.perf_counter() - start
     assert result.status == "ok", result.findings
-    return seconds
+    while service.worker.exit_count == exits:  # the child's `exited` follows the result
+        await asyncio.sleep(0.005)
+    return seconds, service.worker.recent_exits[-1]["cpu_seconds"]
 
 
 async def _peak_child_uss(service: ExportService, spec: TargetSpec) -> int:
@@ -131,9 +142,15 @@ async def measure_worker(root: Path, runs: int) -> dict[str, object]:
             row: dict[str, float] = {}
             for verify in (True, False):
                 spec = _spec(root, model, verify=verify)
-                await _timed_export(service, spec)  # not timed: the first job of a target
+                # Not timed: the first jobs of a target, until the zygote has preloaded the
+                # libraries they imported (transformers, for BERT): it does so before forking
+                # the first job that arrives after it reaped one that imported them.
+                for _ in range(3):
+                    await _timed_export(service, spec)
                 times = [await _timed_export(service, spec) for _ in range(runs)]
-                row["onnxlens_verify" if verify else "onnxlens_no_verify"] = statistics.median(times)
+                key = "onnxlens_verify" if verify else "onnxlens_no_verify"
+                row[key] = {"wall": statistics.median(t[0] for t in times),
+                            "cpu": statistics.median(t[1] for t in times)}
             row["child_uss"] = statistics.median(
                 [await _peak_child_uss(service, _spec(root, model, verify=True)) for _ in range(3)])
             cache = ExportService(use_cache=True)
@@ -148,6 +165,7 @@ async def measure_worker(root: Path, runs: int) -> dict[str, object]:
             row["cache_hit"] = statistics.median(hits)
             results[model["name"]] = row
             print(f"onnxlens {model['name']}: {row}", flush=True)
+        results["zygote_rss_end"] = psutil.Process(service.worker.pid).memory_info().rss
     finally:
         await service.shutdown()
     return results
@@ -162,7 +180,6 @@ def machine() -> list[str]:
                 break
     except OSError:
         pass
-    load = os.getloadavg()
     return [
         f"* CPU: {cpu}; {os.cpu_count()} logical cores available",
         f"* RAM: {psutil.virtual_memory().total / 2**30:.1f} GB",
@@ -171,11 +188,12 @@ def machine() -> list[str]:
         f"onnx {importlib.metadata.version('onnx')}, onnxscript {importlib.metadata.version('onnxscript')}, "
         f"onnxruntime {importlib.metadata.version('onnxruntime')}, "
         f"transformers {importlib.metadata.version('transformers')}",
-        f"* load average at the end (1/5/15 min): {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}",
     ]
 
 
 def _s(seconds: float) -> str:
+    if seconds < 0.01:
+        return f"{seconds * 1000:.2f} ms"
     return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
@@ -183,7 +201,9 @@ def _x(ratio: float) -> str:
     return f"{ratio:.1f}x"
 
 
-def report(cold, inproc, worker, runs: int, seconds: float) -> str:
+def report(raw: dict) -> str:
+    cold, inproc, worker, runs, seconds = (raw[k] for k in ("cold", "inproc", "worker", "runs", "seconds"))
+    names = [m["name"] for m in MODELS]
     lines = [
         "# onnxlens benchmarks",
         "",
@@ -194,44 +214,67 @@ def report(cold, inproc, worker, runs: int, seconds: float) -> str:
         "",
         "## Machine",
         "",
-        *machine(),
+        *raw["machine"],
+        "* load average (1/5/15 min) before: " + " / ".join(f"{x:.1f}" for x in raw["load_before"])
+        + ", after: " + " / ".join(f"{x:.1f}" for x in raw["load_after"])
+        + " (the machine was shared with other jobs while this ran)",
         "",
-        "## Export latency",
+        "## Export latency (wall clock)",
         "",
         "onnxlens = one re-export job sent to the warm worker (ExportService, cache off), from the",
         "request to the result: fork, import the user's file fresh, capture, decompose, scan,",
         "translate, check, **verify** (onnxruntime vs torch, as in the default config `verify = true`),",
-        "save, report. The stock exporter does not verify by default; the no-verify column compares",
+        "save, report. The stock exporter does not verify by default; the verify-off rows compare",
         "like with like.",
         "",
         "| | MLP | encoder | BERT |",
         "|---|---|---|---|",
     ]
-    names = [m["name"] for m in MODELS]
 
     def row(label: str, values) -> None:
         lines.append(f"| {label} | " + " | ".join(values) + " |")
 
-    row("cold: fresh python, import torch, torch.onnx.export, save", [_s(cold[n]) for n in names])
-    row("warm stock: torch.onnx.export again in the same process", [_s(inproc[n]["warm_stock"]) for n in names])
-    row("**onnxlens re-export, verify on (default)**", [_s(worker[n]["onnxlens_verify"]) for n in names])
-    row("onnxlens re-export, verify off", [_s(worker[n]["onnxlens_no_verify"]) for n in names])
-    row("limit: Pipeline in-process (warm, cached tables), verify on", [_s(inproc[n]["pipeline_verify"]) for n in names])
-    row("limit: Pipeline in-process, verify off", [_s(inproc[n]["pipeline_no_verify"]) for n in names])
-    row("limit: torch.export.export alone", [_s(inproc[n]["torch_export"]) for n in names])
+    def table(kind: str) -> None:
+        row("cold: fresh python, import torch, torch.onnx.export, save", [_s(cold[n][kind]) for n in names])
+        row("warm stock: torch.onnx.export again in the same process", [_s(inproc[n]["warm_stock"][kind]) for n in names])
+        row("**onnxlens re-export, verify on (default)**", [_s(worker[n]["onnxlens_verify"][kind]) for n in names])
+        row("onnxlens re-export, verify off", [_s(worker[n]["onnxlens_no_verify"][kind]) for n in names])
+        row("limit: Pipeline in-process (warm, cached tables), verify on", [_s(inproc[n]["pipeline_verify"][kind]) for n in names])
+        row("limit: Pipeline in-process, verify off", [_s(inproc[n]["pipeline_no_verify"][kind]) for n in names])
+        row("limit: torch.export.export alone", [_s(inproc[n]["torch_export"][kind]) for n in names])
+
+    def ratios(kind: str) -> None:
+        lines.extend(["", "| | MLP | encoder | BERT |", "|---|---|---|---|"])
+        on, off = "onnxlens_verify", "onnxlens_no_verify"
+        row("warm stock / onnxlens (verify on)", [_x(inproc[n]["warm_stock"][kind] / worker[n][on][kind]) for n in names])
+        row("warm stock / onnxlens (verify off)", [_x(inproc[n]["warm_stock"][kind] / worker[n][off][kind]) for n in names])
+        row("cold / onnxlens (verify on)", [_x(cold[n][kind] / worker[n][on][kind]) for n in names])
+        row("onnxlens / in-process pipeline (verify on)", [_x(worker[n][on][kind] / inproc[n]["pipeline_verify"][kind]) for n in names])
+        row("onnxlens / in-process pipeline (verify off)", [_x(worker[n][off][kind] / inproc[n]["pipeline_no_verify"][kind]) for n in names])
+
+    table("wall")
     row("cache hit (ExportService.export, unchanged target)", [_s(worker[n]["cache_hit"]) for n in names])
-    lines += ["", "## Ratios", "", "| | MLP | encoder | BERT |", "|---|---|---|---|"]
-    row("warm stock / onnxlens (verify on)", [_x(inproc[n]["warm_stock"] / worker[n]["onnxlens_verify"]) for n in names])
-    row("warm stock / onnxlens (verify off)", [_x(inproc[n]["warm_stock"] / worker[n]["onnxlens_no_verify"]) for n in names])
-    row("cold / onnxlens (verify on)", [_x(cold[n] / worker[n]["onnxlens_verify"]) for n in names])
-    row("onnxlens / in-process pipeline (verify on)", [_x(worker[n]["onnxlens_verify"] / inproc[n]["pipeline_verify"]) for n in names])
-    row("onnxlens / in-process pipeline (verify off)", [_x(worker[n]["onnxlens_no_verify"] / inproc[n]["pipeline_no_verify"]) for n in names])
+    ratios("wall")
+    lines += [
+        "",
+        "## CPU time",
+        "",
+        "The same runs in CPU seconds (user + system, all threads): for onnxlens the job's child as",
+        "the zygote reaped it (os.wait4), in-process the measuring process (time.process_time), cold",
+        "the whole process. On a shared, loaded machine these move much less than wall time.",
+        "",
+        "| | MLP | encoder | BERT |",
+        "|---|---|---|---|",
+    ]
+    table("cpu")
+    ratios("cpu")
     lines += [
         "",
         "## Memory",
         "",
         f"* zygote RSS after warm-up: {worker['zygote_rss'] / 2**20:.0f} MB "
-        f"(started and warmed up in {worker['zygote_start']:.1f} s)",
+        f"(started and warmed up in {worker['zygote_start']:.1f} s); after the three models' jobs "
+        f"and their library preloads: {worker['zygote_rss_end'] / 2**20:.0f} MB",
         "* a child's peak private memory (USS, sampled every 20 ms; median of 3 jobs): "
         + ", ".join(f"{n} {worker[n]['child_uss'] / 2**20:.0f} MB" for n in names),
         "",
@@ -243,16 +286,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--output", type=Path, default=HERE / "RESULTS.md")
+    parser.add_argument("--from-json", type=Path, help="rewrite the report from a raw.json of an earlier run")
     args = parser.parse_args()
-    started = time.perf_counter()
-    root = _workspace()
-    try:
-        cold = measure_cold(root, args.runs)
-        inproc = measure_in_process(root, args.runs)
-        worker = asyncio.run(measure_worker(root, args.runs))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-    text = report(cold, inproc, worker, args.runs, time.perf_counter() - started)
+    raw_file = args.output.with_name("raw.json")
+    if args.from_json:
+        raw = json.loads(args.from_json.read_text())
+    else:
+        started = time.perf_counter()
+        root = _workspace()
+        load_before = os.getloadavg()
+        try:
+            cold = measure_cold(root, args.runs)
+            inproc = measure_in_process(root, args.runs)
+            worker = asyncio.run(measure_worker(root, args.runs))
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        raw = {"cold": cold, "inproc": inproc, "worker": worker, "runs": args.runs,
+               "seconds": time.perf_counter() - started, "load_before": load_before,
+               "load_after": os.getloadavg(), "machine": machine()}
+        raw_file.write_text(json.dumps(raw, indent=1))  # the report can be rewritten from it
+    text = report(raw)
     args.output.write_text(text)
     print(text)
 

@@ -11,7 +11,7 @@ Zygote -> server:
     event    {id, event}                                 a progress event of the pipeline
     log      {id, text}                                  output the user's code printed
     result   {id, result | None, cancelled}              the job's ExportResult dict (one per job)
-    exited   {id, status}                                the child was reaped: always a job's last frame
+    exited   {id, status, cpu_seconds, max_rss_kb}       the child was reaped: always a job's last frame
     preloaded {modules, seconds}                         library modules jobs used are now in the zygote
     retire   {reason, deny}                              preloading `deny` started a thread: the zygote
                                                          is no longer safe to fork; start a new one

@@ -199,6 +199,7 @@ class Zygote:
         self.preload = os.environ.get(PRELOAD_VARIABLE, "1") != "0"
         self.preload_deny = set(filter(None, os.environ.get(PRELOAD_DENY_VARIABLE, "").split(",")))
         self.preload_wanted: set[str] = set()
+        self.preload_failed: set[str] = set()
         self.retiring = False
         self.selector = selectors.DefaultSelector()
         self.wakeup_r, self.wakeup_w = os.pipe()
@@ -281,6 +282,10 @@ class Zygote:
         return fds
 
     def _start_job(self, message: dict[str, Any]) -> None:
+        if self.preload_wanted:
+            # Before forking: this job then finds the libraries loaded. (Jobs still running
+            # wait for their frames to be relayed meanwhile; their deadlines are not moved.)
+            self._preload()
         spec = TargetSpec.from_dict(message["spec"])
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
@@ -412,12 +417,13 @@ class Zygote:
     def _preload(self) -> None:
         """Import, here, the library modules (site-packages only: never the user's code) that
         finished jobs imported, so later children find them loaded: a transformers model's
-        job then skips seconds of imports. Runs only while no job is running.
+        job then skips seconds of imports. Runs when the zygote is idle or about to fork.
 
         A library that starts a thread on import makes this process unsafe to fork (a lock held
         by that thread at fork time stays held in the child): then we ask to be replaced."""
         names = sorted(n for n in self.preload_wanted
-                       if n not in sys.modules and n.partition(".")[0] not in self.preload_deny)
+                       if n not in sys.modules and n not in self.preload_failed
+                       and n.partition(".")[0] not in self.preload_deny)
         self.preload_wanted.clear()
         if not names:
             return
@@ -433,7 +439,7 @@ class Zygote:
             except BaseException as error:  # noqa: BLE001 - a module that fails here is just not preloaded
                 if isinstance(error, KeyboardInterrupt):
                     raise
-                self.preload_deny.add(name.partition(".")[0])
+                self.preload_failed.add(name)  # not again
                 continue
             if _thread_count() > threads:
                 _stop_tqdm_monitor()
@@ -465,10 +471,10 @@ class Zygote:
                 os.killpg(job.pid, signal.SIGKILL)  # whatever the user's code left running
             except (ProcessLookupError, PermissionError):
                 pass
-            _, status = os.waitpid(job.pid, 0)
-            self._finish(job, status)
+            _, status, usage = os.wait4(job.pid, 0)
+            self._finish(job, status, usage)
 
-    def _finish(self, job: Job, status: int) -> None:
+    def _finish(self, job: Job, status: int, usage: Any) -> None:
         # Read what the child wrote before it died (its result may be among it). A grandchild
         # still holding a pipe open must not block us: read only what is there.
         while self._on_events(job):
@@ -498,7 +504,8 @@ class Zygote:
         if self.preload and not self.retiring:
             self.preload_wanted.update(job.imports)
         del self.jobs[job.id]
-        self._send({"type": "exited", "id": job.id, "status": status})
+        self._send({"type": "exited", "id": job.id, "status": status,
+                    "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss})
 
 
 def _read_some(fd: int | None) -> bytes | None:

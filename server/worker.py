@@ -39,6 +39,7 @@ EventSink = Callable[[dict[str, Any]], None]
 STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
 STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
 CANCEL_GRACE = 10.0  # seconds to wait for the zygote to confirm a cancelled child is gone
+START_GRACE = 120.0  # seconds for the zygote to fork a job's child (it may be preloading)
 # A job's result is overdue (the zygote itself stopped answering) this long after the job's
 # own timeout, which the zygote enforces on the child.
 UNRESPONSIVE_GRACE = 30.0
@@ -98,6 +99,9 @@ class Worker:
         self.env = worker_environment(env, self.preload_deny)
         self.retiring = False  # still finishing its jobs, but takes no new ones
         self.preloaded_modules = 0
+        # The `exited` frames of the last jobs: CPU seconds and peak RSS of each child.
+        self.recent_exits: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+        self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
         self.warm_up_seconds: float | None = None
@@ -163,7 +167,12 @@ class Worker:
         try:
             await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
                               "options": {"threads": threads}})
-            await job.started
+            try:
+                # The zygote forks at once, unless it is importing libraries for a moment.
+                await asyncio.wait_for(asyncio.shield(job.started), START_GRACE)
+            except asyncio.TimeoutError:
+                raise WorkerUnresponsive(
+                    f"the export worker did not start the job within {START_GRACE:g} s") from None
             try:
                 message = await asyncio.wait_for(asyncio.shield(job.result),
                                                  spec.timeout + UNRESPONSIVE_GRACE)
@@ -255,6 +264,7 @@ class Worker:
             for future in (job.started, job.result):
                 if not future.done():
                     future.set_exception(WorkerDied(f"the export worker {self._end}"))
+                    future.exception()  # retrieved: the job may wait on the other one only
             if not job.exited.done():
                 job.exited.set_result(None)
         self._jobs.clear()
@@ -300,6 +310,8 @@ class Worker:
             if not job.result.done():
                 job.result.set_result(message)
         elif kind == "exited":
+            self.recent_exits.append(message)
+            self.exit_count += 1
             if not job.exited.done():
                 job.exited.set_result(message.get("status"))
             if job.result.done():

@@ -109,6 +109,18 @@ async def test_a_killed_zygote_is_restarted_and_the_next_job_succeeds(service, t
     assert not psutil.pid_exists(old)
 
 
+async def test_restart_replaces_the_zygote(service, tmp_path):
+    write_model(tmp_path, "mlp.py", MLP_SOURCE)
+    old = service.worker.pid
+
+    await service.restart()
+    result = await service.export(spec_for(tmp_path, "mlp.py"))
+
+    assert result.status == "ok", result.findings
+    assert service.worker.pid != old
+    assert not psutil.pid_exists(old)
+
+
 async def test_shutdown_leaves_no_zygote_and_no_children(tmp_path):
     write_model(tmp_path, "sleeper.py", SLEEPER_SOURCE)
     own = ExportService(use_cache=False)

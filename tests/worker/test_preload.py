@@ -87,14 +87,17 @@ async def test_a_library_a_job_imported_is_preloaded_for_the_next_jobs(service, 
     zygote = service.worker.pid
 
     first = await service.export(spec)
-    await _until(lambda: zygote in _importers(libraries, "plainlib"))
+    await _until(lambda: service.worker.exit_count >= 1)  # the first child was reaped
     second = await service.export(spec)
+    third = await service.export(spec)
 
-    assert first.status == second.status == "ok"
+    assert first.status == second.status == third.status == "ok"
     importers = _importers(libraries, "plainlib")
-    assert importers[-1] == zygote  # the first child imported it, then the zygote; no one since
+    # The first child imported it, then the zygote before forking the second; no one since.
+    assert importers[1:] == [zygote]
     assert len(importers) == 2
     assert service.worker.pid == zygote
+    assert service.worker.preloaded_modules >= 1
 
 
 async def test_a_library_starting_a_thread_retires_the_zygote(service, libraries, tmp_path):
@@ -102,15 +105,20 @@ async def test_a_library_starting_a_thread_retires_the_zygote(service, libraries
     spec = spec_for(tmp_path, "model.py")
     old = service.worker
 
+    exits = old.exit_count
     assert (await service.export(spec)).status == "ok"
-    await _until(lambda: not old.alive)  # preloaded, saw the thread, asked to be replaced
+    await _until(lambda: old.exit_count > exits)  # reaped: its imports are wanted
+    # This job makes the zygote preload threadlib, see the thread and ask to be replaced; the
+    # job itself still runs there (or is retried on the new zygote if the old one is gone).
     second = await service.export(spec)
+    await _until(lambda: not old.alive)
     third = await service.export(spec)
+    fourth = await service.export(spec)
 
-    assert second.status == third.status == "ok"
+    assert second.status == third.status == fourth.status == "ok"
     assert service.worker.pid != old.pid
     assert "threadlib" in service.worker.env[PRELOAD_DENY_VARIABLE].split(",")
-    # The new zygote never imports it: each child does (the old zygote did once).
     importers = _importers(libraries, "threadlib")
-    assert importers.count(service.worker.pid) == 0
-    assert len(importers) == 4  # child 1, the old zygote, child 2, child 3
+    assert old.pid in importers  # the old zygote did preload it
+    assert service.worker.pid not in importers  # the new one never does, however often it runs it
+    assert len(importers) == 5  # children 1-4 and the old zygote
