@@ -64,10 +64,15 @@ class ExportService:
         """The cached result of `spec` if its files are unchanged (fast; no worker needed)."""
         return self.cache.load(spec)
 
-    async def export(self, spec: TargetSpec, on_event: EventSink | None = None) -> ExportResult:
-        """Export one target. Cancelling the awaiting task kills the job."""
+    async def export(self, spec: TargetSpec, on_event: EventSink | None = None, *,
+                     use_cache: bool | None = None) -> ExportResult:
+        """Export one target. Cancelling the awaiting task kills the job.
+
+        `use_cache=False` exports even when the cache has a result (an explicit "Re-export");
+        None: as the service was configured.
+        """
         sink = on_event or (lambda event: None)
-        if self.use_cache:
+        if self.use_cache if use_cache is None else use_cache:
             hit = self.cache.load(spec)
             if hit is not None:
                 sink({"event": "cached", "target": spec.name})

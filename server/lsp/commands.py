@@ -73,7 +73,7 @@ def export(ls, *args: Any) -> dict[str, Any]:
         return export_all(ls)
     found = _targets(ls, EXPORT, name)
     for project, target in found:
-        ls.scheduler.request(project, target, "command", delay_s=0)
+        ls.scheduler.request(project, target, "command", delay_s=0, force=True)
     return {"scheduled": [target for _, target in found]}
 
 
@@ -81,7 +81,7 @@ def export_all(ls, *args: Any) -> dict[str, Any]:
     scheduled = []
     for project in ls.projects.values():
         for target in project.targets:
-            ls.scheduler.request(project, target, "command", delay_s=0)
+            ls.scheduler.request(project, target, "command", delay_s=0, force=True)
             scheduled.append(target)
     return {"scheduled": scheduled}
 

@@ -79,11 +79,18 @@ class ExportScheduler:
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
+        self._forced: set[Key] = set()  # pending requests that must not be answered from the cache
         self.stats = ExportStats()
 
-    def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None) -> None:
-        """Export `target` once the triggers stop for the debounce time."""
+    def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None,
+                force: bool = False) -> None:
+        """Export `target` once the triggers stop for the debounce time.
+
+        `force`: export even if the cache has a result for the current files (the user asked).
+        """
         key = (project.key, target)
+        if force:
+            self._forced.add(key)
         self.stats.triggers += 1
         self._requested_at[key] = time.perf_counter()
         if (timer := self._timers.pop(key, None)) is not None:
@@ -126,7 +133,9 @@ class ExportScheduler:
         previous = self._jobs.get(key)
         if previous is not None and not previous.done():
             previous.cancel()  # the newer content wins; the service kills the old job's process
-        job = asyncio.ensure_future(self._run(key, previous, reason))
+        force = key in self._forced
+        self._forced.discard(key)
+        job = asyncio.ensure_future(self._run(key, previous, reason, force))
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._forget(key, done))
 
@@ -136,7 +145,7 @@ class ExportScheduler:
         if not job.cancelled() and (error := job.exception()) is not None:
             log.error("export job %s failed in the server: %r", key[1], error, exc_info=error)
 
-    async def _run(self, key: Key, previous: asyncio.Task | None, reason: str) -> None:
+    async def _run(self, key: Key, previous: asyncio.Task | None, reason: str, force: bool = False) -> None:
         if previous is not None:
             await asyncio.wait([previous])  # one job per target: let the old one's process die first
         server = self._server
@@ -159,7 +168,7 @@ class ExportScheduler:
                 progress.report(message)
 
         try:
-            result = await server.service.export(spec, on_event)
+            result = await server.service.export(spec, on_event, use_cache=False if force else None)
         except asyncio.CancelledError:
             self.stats.count(spec.name, "cancelled")
             progress.end(f"{spec.name}: cancelled")

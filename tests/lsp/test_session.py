@@ -269,3 +269,5 @@ async def test_restart_worker_then_export_still_works(client: LanguageClient):
     await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="onnxlens.export", arguments=["mlp"]))
     data = await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
     assert data["last"]["mlp"]["status"] == "ok"
+    # The files did not change, but the user asked: a real export, not the cached result.
+    assert data["last"]["mlp"]["cached"] is False
