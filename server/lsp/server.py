@@ -59,9 +59,11 @@ class OnnxlensServer(LanguageServer):
 
     # --- logging -------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
-        """Log to stderr and, at or above the `logLevel` setting, to the client's output panel."""
-        log.log(level, message)
+        """At or above the `logLevel` setting: to the client's output panel; below it: to stderr
+        at debug level. Not both: editors show the server's stderr in the same panel, so a
+        message sent both ways appears twice."""
         if level < self.settings.logging_level:
+            log.debug(message)
             return
         kind = (lsp.MessageType.Error if level >= logging.ERROR else lsp.MessageType.Warning
                 if level >= logging.WARNING else lsp.MessageType.Info if level >= logging.INFO
