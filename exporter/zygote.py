@@ -174,6 +174,8 @@ class Job:
     output_tail: bytes = b""
     forwarded: int = 0
     stage: str = "load"
+    saving: bool = False  # between the child's save-stage begin and end events
+    kill_after_save: bool = False  # cancelled while saving: killed when the save ends
     result_sent: bool = False
     cancelled: bool = False
     killed: bool = False
@@ -261,8 +263,7 @@ class Zygote:
             elif kind == "cancel":
                 job = self.jobs.get(message.get("id"))
                 if job is not None:
-                    job.cancelled = True
-                    self._kill(job)
+                    self._cancel(job)
             elif kind == "shutdown":
                 self._close_all()
 
@@ -332,11 +333,15 @@ class Zygote:
             self._kill(job)
             return False
         for message in messages:
-            if message.get("type") == "event" and not job.cancelled:
+            if message.get("type") == "event":
                 event = message.get("event")
                 if isinstance(event, dict) and isinstance(event.get("stage"), str):
                     job.stage = event["stage"]
-                self._send({"type": "event", "id": job.id, "event": event})
+                    job.saving = event["stage"] == "save" and event.get("state") == "begin"
+                if job.kill_after_save and not job.saving and not job.killed:
+                    self._kill(job)
+                if not job.cancelled:
+                    self._send({"type": "event", "id": job.id, "event": event})
             elif message.get("type") == "closure":
                 job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
@@ -370,6 +375,17 @@ class Zygote:
             self.selector.unregister(fd)
             os.close(fd)
             setattr(job, name, None)
+
+    def _cancel(self, job: Job) -> None:
+        job.cancelled = True
+        self._on_events(job)  # the events it sent so far: is it saving?
+        if job.saving:
+            # The save renames the .onnx.data and then the .onnx; a kill between the two would
+            # pair new weights with the old graph. Saving takes milliseconds: kill when it ends
+            # (its deadline still applies).
+            job.kill_after_save = True
+        else:
+            self._kill(job)
 
     def _kill(self, job: Job) -> None:
         job.killed = True

@@ -214,3 +214,53 @@ async def test_an_interpreter_without_onnxlens_is_a_clear_finding(tmp_path):
     assert finding.code == "crash"
     assert "/usr/bin/python3" in finding.message
     assert "onnxlens" in finding.message  # "No module named 'onnxlens'"
+
+
+WIDE_SOURCE = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(LAYERS)])
+        for layer in self.layers:
+            torch.nn.init.constant_(layer.weight, VALUE)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def inputs():
+    return (torch.randn(2, 2048),)
+'''
+
+
+async def test_a_job_cancelled_while_saving_finishes_its_save(service, tmp_path):
+    # The save renames the .onnx.data and then the .onnx: a kill between the two would pair new
+    # weights with the old graph. So a cancel that arrives during the save (64-128 MB of
+    # weights: it lasts long enough) lets the save finish, then the job counts as cancelled.
+    import onnx
+    from onnx import numpy_helper
+
+    model = tmp_path / "wide.py"
+    write_model(tmp_path, "wide.py", WIDE_SOURCE.replace("LAYERS", "2").replace("VALUE", "1.0"))
+    first = await service.export(spec_for(tmp_path, "wide.py"))
+    assert first.status == "ok", first.findings
+
+    write_model(tmp_path, "wide.py", WIDE_SOURCE.replace("LAYERS", "4").replace("VALUE", "2.0"))
+    saving = asyncio.Event()
+    task = asyncio.create_task(service.export(
+        spec_for(tmp_path, "wide.py"),
+        lambda event: saving.set() if (event.get("stage"), event.get("state")) == ("save", "begin") else None))
+    await asyncio.wait_for(saving.wait(), 120)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    saved = onnx.load(first.onnx)  # loads the .onnx.data beside it
+    weights = {i.name: numpy_helper.to_array(i) for i in saved.graph.initializer if i.name.endswith("weight")}
+    assert len(weights) == 4, sorted(weights)  # the new graph ...
+    assert all((w == 2.0).all() for w in weights.values())  # ... with its own weights
+    assert worker_children(service) == []
+    assert not [p.name for p in model.parent.joinpath(".onnxlens").iterdir() if ".tmp" in p.name]
