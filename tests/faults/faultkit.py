@@ -37,6 +37,8 @@ from pytest_lsp.client import (
 )
 from pygls.protocol import default_converter
 
+from lsp_data import plain
+
 SERVER_COMMAND = [sys.executable, "-m", "onnxlens.server"]
 
 # Generous bounds for "the server eventually did X": the machine is shared by several helpers'
@@ -479,7 +481,7 @@ class Session:
         """The server's export counters (`onnxlens/stats`, a custom request)."""
         result = await asyncio.wait_for(
             self.client.protocol.send_request_async("onnxlens/stats", {}), 30)
-        return _plain(result)
+        return plain(result)
 
     async def wait_idle(self, quiet: float = 1.0, timeout: float = EXPORT_WAIT) -> None:
         """Wait until no export runs and no new trigger arrived for `quiet` seconds, so that a
@@ -508,17 +510,6 @@ class Session:
             position=types.Position(line=0, character=0),
         )), timeout=30)
         assert self.server_alive()
-
-
-def _plain(value: Any) -> Any:
-    """pygls returns an unknown method's result as namedtuple-like objects: make plain data."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _language(path: Path) -> str:

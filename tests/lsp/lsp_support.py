@@ -20,6 +20,8 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from lsp_data import plain
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 SERVER = [sys.executable, "-m", "onnxlens.server"]  # what `onnxlens serve` runs
@@ -55,18 +57,7 @@ async def wait_until(predicate: Callable[[], Any], timeout: float = EXPORT_WAIT_
 
 async def stats(client: LanguageClient) -> dict[str, Any]:
     result = await asyncio.wait_for(client.protocol.send_request_async("onnxlens/stats", {}), 10)
-    return _plain(result)
-
-
-def _plain(value: Any) -> Any:
-    """pygls hands an unknown method's result back as nested namedtuple-like objects: make dicts."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if hasattr(value, "_asdict"):
-        return {k: _plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
+    return plain(result)
 
 
 async def exports_finished(client: LanguageClient, target: str, at_least: int, timeout: float = EXPORT_WAIT_S) -> dict:
