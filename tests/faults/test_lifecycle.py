@@ -71,7 +71,7 @@ EDITOR = textwrap.dedent('''
     to be killed. It holds the only write end of the server's stdin."""
     import sys, time
     from pathlib import Path
-    sys.path.insert(0, {kit_dir!r})
+    sys.path[:0] = [{kit_dir!r}, {tests_dir!r}]  # faultkit, and the helpers it shares with tests/lsp
     from faultkit import RawServer
     server = RawServer(Path({root!r}))
     server.initialize()
@@ -84,7 +84,8 @@ EDITOR = textwrap.dedent('''
 def test_editor_killed_ends_server_worker_and_child(tmp_path):
     ws = slow_workspace(tmp_path)
     script = tmp_path / "editor.py"
-    script.write_text(EDITOR.format(kit_dir=str(Path(__file__).parent), root=str(ws.root),
+    script.write_text(EDITOR.format(kit_dir=str(Path(__file__).parent), tests_dir=str(Path(__file__).parents[1]),
+                                    root=str(ws.root),
                                     net=str(ws.net)))
     editor = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     procs: set = set()
