@@ -32,7 +32,7 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "faults"))
+sys.path[:0] = [str(REPO / "tests" / "faults"), str(REPO / "tests")]  # faultkit and its helpers
 
 from faultkit import (  # noqa: E402 - the fault-matrix harness: a real server, real client
     HELPER_TEMPLATE,
