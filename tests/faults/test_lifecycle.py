@@ -39,6 +39,15 @@ def wait_for_pid(path: Path, timeout: float = 90.0) -> int:
     raise AssertionError("the export job never started")
 
 
+def start_export(server: RawServer, ws) -> tuple[int, set]:
+    """Open the workspace and save the slow model; once its export child runs, return the
+    child's pid and the server's process tree."""
+    server.initialize()
+    server.open_and_save(ws.net)
+    child = wait_for_pid(ws.pidfile)
+    return child, tree(server.proc.pid)
+
+
 def slow_workspace(base: Path):
     ws = make_fault_workspace(base)
     write(ws.net, net_source(2, factory=SLOW.format(pidfile=str(ws.pidfile))))
@@ -50,10 +59,7 @@ def test_client_closing_stdin_ends_server_worker_and_child(tmp_path):
     server = RawServer(ws.root)
     procs: set = set()
     try:
-        server.initialize()
-        server.open_and_save(ws.net)
-        child = wait_for_pid(ws.pidfile)
-        procs = tree(server.proc.pid)
+        child, procs = start_export(server, ws)
         assert child in {pid for pid, _ in procs}, "the export child is not in the server's tree"
         assert len(procs) >= 3, "expected server, worker and export child"
 
@@ -131,10 +137,7 @@ def test_server_killed_outright_takes_worker_and_child_with_it(tmp_path):
     server = RawServer(ws.root)
     procs: set = set()
     try:
-        server.initialize()
-        server.open_and_save(ws.net)
-        child = wait_for_pid(ws.pidfile)
-        procs = tree(server.proc.pid)
+        child, procs = start_export(server, ws)
         assert child in {pid for pid, _ in procs}, "the export child is not in the server's tree"
 
         server.proc.kill()
