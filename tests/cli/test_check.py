@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from example_workspace import copy_examples, line_of
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
@@ -25,26 +27,11 @@ def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, "check", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
-def line_of(path: Path, needle: str, occurrence: int = 1) -> int:
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        if needle in text:
-            occurrence -= 1
-            if occurrence == 0:
-                return number
-    raise AssertionError(f"{needle!r} not in {path}")
-
-
 # Where the spectral target's two unsupported operators are (DESIGN.md: one finding per line).
 SPECTRAL_FINDINGS = {
     ("models/spectral.py", line_of(EXAMPLES / "models" / "spectral.py", "torch.linalg.eigvals(")),
     ("models/features.py", line_of(EXAMPLES / "models" / "features.py", "torch.special.zeta(")),
 }
-
-
-def copy_examples(tmp_path_factory, name: str) -> Path:
-    target = tmp_path_factory.mktemp(name) / "examples"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
-    return target
 
 
 # --- JSON on the whole example workspace ---------------------------------------------------
@@ -53,7 +40,7 @@ def copy_examples(tmp_path_factory, name: str) -> Path:
 def examples_workspace(tmp_path_factory):
     """One copy of examples/ for the JSON, text and SARIF runs: the first run exports (fresh
     cache), the others may be served from the result cache (an honest second `check` in CI)."""
-    return copy_examples(tmp_path_factory, "examples")
+    return copy_examples(tmp_path_factory.mktemp("examples"))
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +226,7 @@ def test_target_option_selects_one_target(examples_workspace):
 
 
 def test_unknown_target_exits_2_listing_the_targets(tmp_path_factory):
-    workspace = copy_examples(tmp_path_factory, "unknown")
+    workspace = copy_examples(tmp_path_factory.mktemp("unknown"))
     process = check(str(workspace), "--target", "mpl")
     assert process.returncode == 2
     assert process.stdout == ""

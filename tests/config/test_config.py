@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from example_workspace import line_of
 from onnxlens.server.config import find_config, load_workspace
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,17 +26,6 @@ def write_workspace(root: Path, config: str, name: str = "pyproject.toml") -> Pa
     path = root / name
     path.write_text(textwrap.dedent(config).lstrip())
     return path
-
-
-def line_of(path: Path, needle: str, occurrence: int = 1) -> int:
-    """1-based number of the line holding the `occurrence`-th `needle`."""
-    seen = 0
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        if needle in text:
-            seen += 1
-            if seen == occurrence:
-                return number
-    raise AssertionError(f"{needle!r} not in {path}")
 
 
 def column_of(path: Path, line: int, needle: str) -> int:

@@ -6,15 +6,14 @@ keeps one across all jobs), and reusing it is exactly what the tests of in-proce
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 from pathlib import Path
 
+from example_workspace import EXAMPLES, copy_examples, line_of  # noqa: F401 - re-exported for the tests
 from onnxlens.exporter.pipeline import Pipeline
 from onnxlens.exporter.types import TargetSpec
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 
 _pipeline: Pipeline | None = None
 
@@ -24,12 +23,6 @@ def shared_pipeline() -> Pipeline:
     if _pipeline is None:
         _pipeline = Pipeline()
     return _pipeline
-
-
-def copy_examples(destination: Path) -> Path:
-    target = destination / "examples"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
-    return target
 
 
 def spec_for(root: Path, name: str, model: str, inputs: str, **options) -> TargetSpec:
@@ -44,11 +37,3 @@ def write(root: Path, relative: str, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"))
     return path
-
-
-def line_of(path: Path, needle: str) -> int:
-    """1-based number of the first line containing `needle` (tests never hard-code lines)."""
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        if needle in text:
-            return number
-    raise AssertionError(f"{needle!r} not in {path}")

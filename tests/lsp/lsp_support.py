@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import asyncio
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from example_workspace import copy_examples  # noqa: F401 - re-exported for the tests
 from lsp_data import plain
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,12 +28,6 @@ SERVER = [sys.executable, "-m", "onnxlens.server"]  # what `onnxlens serve` runs
 
 # Real exports of the example models take seconds (the first in a fresh worker more).
 EXPORT_WAIT_S = 120.0
-
-
-def copy_examples(tmp: Path) -> Path:
-    target = tmp / "examples"
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
-    return target
 
 
 def line_of(path: Path, text: str) -> int:

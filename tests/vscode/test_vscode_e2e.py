@@ -23,10 +23,10 @@ import json
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from example_workspace import copy_examples, line_of
 from vscode_harness import REPO, CodeServer, drive, missing_tools
 
 pytestmark = pytest.mark.skipif(
@@ -40,19 +40,6 @@ PYTHON = REPO / ".venv" / "bin" / "python"
 FIX = "        return h + h.sum()"  # replaces the eigvals and zeta_features lines: exports cleanly
 
 
-def line_of(path: Path, needle: str) -> int:
-    """1-based number of the first line containing `needle`."""
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        if needle in text:
-            return number
-    raise AssertionError(f"{needle!r} not in {path}")
-
-
-def copy_examples(target: Path) -> Path:
-    shutil.copytree(EXAMPLES, target, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
-    return target
-
-
 def onnxlens_rows(observed: dict) -> list[str]:
     return [row["text"] for row in observed["rows"] if "onnxlens" in (row["label"] or "") + row["text"]]
 
@@ -64,9 +51,9 @@ def explain(result: dict, servers: list[CodeServer]) -> str:
 
 
 def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
-    with_ws = copy_examples(tmp_path / "with" / "examples")
-    without_ws = copy_examples(tmp_path / "without" / "examples")
-    missing_ws = copy_examples(tmp_path / "missing" / "examples")
+    with_ws = copy_examples(tmp_path / "with")
+    without_ws = copy_examples(tmp_path / "without")
+    missing_ws = copy_examples(tmp_path / "missing")
     empty_venv = tmp_path / "empty-venv"  # a Python without onnxlens, torch or even pip
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(empty_venv)], check=True)
     empty_python = empty_venv / "bin" / "python"

@@ -144,7 +144,7 @@ async def test_the_zygote_and_its_children_die_with_the_server(tmp_path):
     write_model(tmp_path, "sleeper.py", SLEEPER_SOURCE)
     script = textwrap.dedent(f'''
         import asyncio, sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+        sys.path[:0] = [{str(Path(__file__).resolve().parent)!r}, {str(Path(__file__).resolve().parents[1])!r}]
         from onnxlens.server.exports import ExportService
         from worker_helpers import spec_for
         from pathlib import Path

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 
+from example_workspace import line_of  # noqa: F401 - re-exported for the tests
 from onnxlens.exporter.types import TargetSpec
 from onnxlens.server.exports import ExportService
 
@@ -50,14 +51,6 @@ def spec_for(root: Path, file: str, *, name: str | None = None, model: str = "Mo
     return TargetSpec(name=name, root=str(root), model=f"{file}:{model}", inputs=f"{file}:{inputs}",
                       output=str(output_dir / f"{name}.onnx"),
                       report=str(output_dir / "reports" / f"{name}.md"), **options)
-
-
-def line_of(path: Path, marker: str) -> int:
-    """1-based number of the line containing `marker`."""
-    for number, text in enumerate(path.read_text().splitlines(), start=1):
-        if marker in text:
-            return number
-    raise AssertionError(f"{marker!r} not in {path}")
 
 
 def worker_children(service: ExportService) -> list[psutil.Process]:
