@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types as lsp
 
@@ -129,18 +129,30 @@ def _maybe_new_config(ls: OnnxlensServer, path: str) -> None:
         ls.export_project(project, reason="configuration added")
 
 
-async def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
+def did_change_configuration(ls: OnnxlensServer, params: lsp.DidChangeConfigurationParams) -> None:
     """Settings pushed with the notification, or, when it carries none (the pull model), asked
-    for with workspace/configuration (section "onnxlens")."""
-    raw = params.settings
+    for with workspace/configuration (section "onnxlens").
+
+    Pushed settings apply before the next message is handled (a synchronous handler): a save
+    sent right after "exportOnSave: false" must not export."""
     workspace = ls.client_capabilities.workspace
-    if not raw and workspace and workspace.configuration:
-        try:
-            [raw] = await ls.workspace_configuration_async(lsp.ConfigurationParams(
-                items=[lsp.ConfigurationItem(section="onnxlens")]))
-        except Exception as error:  # noqa: BLE001 - keep the current settings
-            ls.log(logging.WARNING, f"onnxlens: could not read the settings: {error}")
-            return
+    if not params.settings and workspace and workspace.configuration:
+        asyncio.ensure_future(_pull_settings(ls))
+    else:
+        _apply_settings(ls, params.settings)
+
+
+async def _pull_settings(ls: OnnxlensServer) -> None:
+    try:
+        [raw] = await ls.workspace_configuration_async(lsp.ConfigurationParams(
+            items=[lsp.ConfigurationItem(section="onnxlens")]))
+    except Exception as error:  # noqa: BLE001 - keep the current settings
+        ls.log(logging.WARNING, f"onnxlens: could not read the settings: {error}")
+        return
+    _apply_settings(ls, raw)
+
+
+def _apply_settings(ls: OnnxlensServer, raw: Any) -> None:
     before = ls.settings
     ls.settings, problems = parse_settings(raw, before)
     logging.getLogger("onnxlens").setLevel(ls.settings.logging_level)
