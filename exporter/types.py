@@ -4,7 +4,7 @@ Everything here is a dataclass of str/int/float/bool/list/dict, so it crosses th
 between the processes as a dict (`to_dict` / `from_dict`). No torch, no pygls: the server
 imports this module, and so does the worker.
 
-Conventions (the contract of ../shared/DESIGN.md):
+Conventions (the contract in docs/contracts.md):
 * paths are absolute in the data; the CLI makes them workspace-relative when it prints them;
 * lines are 1-based; columns are 1-based and `end_column` is exclusive (as in SARIF), so the
   LSP conversion is `character = column - 1`, `end character = end_column - 1`.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
 STAGES = ("load", "capture", "decompose", "scan", "translate", "check", "verify", "save")
@@ -181,7 +181,7 @@ class ExportResult:
     exported_program: str | None = None  # path of a text dump of the torch.export program
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
-    verification: dict[str, Any] | None = None  # {"max_abs_diff", "max_rel_diff", "passed"}
+    verification: VerificationSummary | None = None
     findings: list[Finding] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # workspace files the target imported
     lines: list[LineInfo] = field(default_factory=list)
@@ -190,7 +190,10 @@ class ExportResult:
     cached: bool = False  # set by the server when the result came from the cache
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if self.verification is not None:
+            data["verification"] = self.verification.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExportResult:
@@ -199,4 +202,201 @@ class ExportResult:
         result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
         if isinstance(result.model_location, dict):
             result.model_location = Location.from_dict(result.model_location)
+        if isinstance(result.verification, dict):
+            result.verification = VerificationSummary.from_dict(result.verification)
         return result
+
+    @classmethod
+    def failure(cls, target: str, code: str, message: str, *, stage: str = "load",
+                location: Location | None = None) -> ExportResult:
+        """The result of an export that could not run at all (the worker would not start, the
+        service or the server failed): one finding, at `location` if the caller knows one (the
+        server and the CLI show a finding without one at the target's definition)."""
+        finding = Finding(code=code, message=message, stage=stage, location=location)
+        return cls(target=target, status="failed", findings=[finding])
+
+
+# -- verification -------------------------------------------------------------------------------
+
+def _without_none(data: dict[str, Any]) -> dict[str, Any]:
+    """Optional details are absent, not null, in the JSON output (as they always were)."""
+    return {key: value for key, value in data.items() if value is not None}
+
+
+@dataclass
+class OutputComparison:
+    """One graph output compared elementwise (torch.isclose semantics)."""
+
+    name: str
+    compared: bool
+    passed: bool
+    max_abs_diff: float
+    max_rel_diff: float
+    dtype: str = ""
+    shape: list[int] = field(default_factory=list)
+    note: str | None = None
+    nan_mismatches: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _without_none(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> OutputComparison:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class FirstMismatch:
+    """The first value in the graph past tolerance."""
+
+    node: str  # FX node name
+    target: str  # the torch op it calls
+    onnx_op: str | None = None
+    module: str | None = None  # module path, e.g. "layers.2.ff.0"
+    output: str | None = None  # the graph output's name, when the first value is an output
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
+        return _from_dict(cls, data)
+
+
+@dataclass
+class VerificationSummary:
+    """onnxruntime against torch on the example inputs (`verification` in the JSON output)."""
+
+    passed: bool = True
+    rtol: float = 1e-3
+    atol: float = 1e-5
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+    compared: int = 0  # outputs compared
+    outputs: list[OutputComparison] = field(default_factory=list)
+    seconds: float | None = None
+    note: str | None = None
+    error: str | None = None  # why verification did not (fully) run
+    first_mismatch: FirstMismatch | None = None
+    intermediates_compared: int | None = None
+    localisation_seconds: float | None = None
+    localisation_error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = _without_none(dataclasses.asdict(self))
+        data["outputs"] = [output.to_dict() for output in self.outputs]
+        if self.first_mismatch is not None:
+            data["first_mismatch"] = self.first_mismatch.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VerificationSummary:
+        summary = _from_dict(cls, data)
+        summary.outputs = [OutputComparison.from_dict(o) if isinstance(o, dict) else o for o in summary.outputs]
+        if isinstance(summary.first_mismatch, dict):
+            summary.first_mismatch = FirstMismatch.from_dict(summary.first_mismatch)
+        return summary
+
+
+# -- progress -----------------------------------------------------------------------------------
+# What a running export reports before its result: the pipeline's stages and log lines, the
+# user code's own output, and the service's "answered from the cache". On the pipe they are
+# dicts {"event": KIND, ...}; everything past the worker client (server/worker.py) sees these
+# types only.
+
+@dataclass(frozen=True)
+class StageEvent:
+    stage: str  # one of STAGES
+    state: str  # "begin" | "end"
+    seconds: float = 0.0  # the stage's duration, on "end"
+    kind: ClassVar[str] = "stage"
+
+
+@dataclass(frozen=True)
+class LogEvent:
+    """A note from the pipeline for the server's log (e.g. "draft_export could not ...")."""
+
+    text: str
+    kind: ClassVar[str] = "log"
+
+
+@dataclass(frozen=True)
+class OutputEvent:
+    """Text the user's code printed while it ran in the export process."""
+
+    text: str
+    kind: ClassVar[str] = "output"
+
+
+@dataclass(frozen=True)
+class CachedEvent:
+    """The service answered from the result cache: no job runs."""
+
+    target: str
+    kind: ClassVar[str] = "cached"
+
+
+ProgressEvent = Union[StageEvent, LogEvent, OutputEvent, CachedEvent]
+_EVENT_TYPES: dict[str, type] = {cls.kind: cls for cls in (StageEvent, LogEvent, OutputEvent, CachedEvent)}
+
+
+def event_to_dict(event: ProgressEvent) -> dict[str, Any]:
+    return {"event": event.kind, **dataclasses.asdict(event)}
+
+
+def event_from_dict(data: Any) -> ProgressEvent | None:
+    """The typed event of a wire dict; None for anything unknown (a newer worker's event)."""
+    if not isinstance(data, dict):
+        return None
+    cls = _EVENT_TYPES.get(data.get("event"))
+    if cls is None:
+        return None
+    try:
+        return _from_dict(cls, data)
+    except TypeError:  # a required field is missing
+        return None
+
+
+# -- the end of an export, for editors ----------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExportStatus:
+    """What an editor shows about one target's export (the `onnxlens/exportStatus` notification:
+    the VS Code status bar reads these fields instead of parsing the progress text)."""
+
+    target: str
+    state: str  # "exporting" | "ok" | "failed" | "cancelled"
+    stage: str | None = None  # while exporting: the running stage
+    seconds: float | None = None  # when finished: the export's duration
+    node_count: int | None = None
+    problems: int = 0  # error findings
+    warnings: int = 0  # warning findings (a `mismatch`, say)
+    cached: bool = False
+    verified: bool | None = None  # None: not verified
+    summary: str = ""  # the one-line text shown at the end of the progress and in the log
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExportStatus:
+        return _from_dict(cls, data)
+
+    @classmethod
+    def of_result(cls, result: ExportResult) -> ExportStatus:
+        """The finished state of an export (ok, or failed with its problem count)."""
+        errors = sum(1 for f in result.findings if f.severity == "error")
+        warnings = sum(1 for f in result.findings if f.severity == "warning")
+        verified = result.verification.passed if result.verification is not None else None
+        if result.status == "ok":
+            nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
+            summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
+                " (cached)" if result.cached else "")
+        else:
+            problems = len(result.findings)
+            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
+        return cls(target=result.target, state=result.status, seconds=result.seconds,
+                   node_count=result.node_count, problems=errors, warnings=warnings,
+                   cached=result.cached, verified=verified, summary=summary)

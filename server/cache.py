@@ -16,42 +16,29 @@ foreign cache file is a miss and is overwritten by the next export; the cache ne
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import importlib.metadata
 import json
 import logging
 import os
 import subprocess
 import sys
-import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import msgpack
 
+from onnxlens.exporter import references
+from onnxlens.exporter.atomic import write_bytes
 from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.exporter.versions import VERSIONS_SCRIPT, exporter_source_digest, installed_versions
 
 log = logging.getLogger("onnxlens.cache")
 
 CACHE_FORMAT = "onnxlens-result-cache"
 CACHE_VERSION = 1
-VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
 UNCACHEABLE_CODES = {"timeout", "crash"}
 MTIME_SLACK_NS = 20_000_000
-
-_VERSIONS_SCRIPT = f"""
-import importlib.metadata as metadata, json, sys
-versions = {{}}
-for name in {VERSIONED_PACKAGES!r}:
-    try:
-        versions[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        versions[name] = None
-versions["python"] = sys.version
-print(json.dumps(versions))
-"""
 
 
 def cache_file(spec: TargetSpec) -> Path:
@@ -64,12 +51,13 @@ def cache_file(spec: TargetSpec) -> Path:
 
 
 def referenced_files(spec: TargetSpec) -> set[str]:
-    """The FILE.py parts of the spec's references: always part of the closure."""
+    """The FILE.py parts of the spec's references: always part of the closure (an absent file
+    too: its appearance must change the key)."""
     files = set()
     for reference in (spec.model, spec.inputs, spec.dynamic_shapes, spec.custom_translations):
-        path = (reference or "").rpartition(":")[0]
-        if path.endswith(".py"):
-            files.add(str((Path(spec.root) / path).resolve()))
+        parsed = references.parse(reference)
+        if parsed is not None and parsed.is_file:
+            files.add(str(parsed.candidate_files(spec.root)[0].resolve()))
     return files
 
 
@@ -81,15 +69,15 @@ class ResultCache:
     def versions(self) -> dict[str, Any]:
         """Package versions of the worker's interpreter, without importing torch."""
         if os.path.realpath(self.python) == os.path.realpath(sys.executable):
-            versions = _package_versions_here()
+            versions = installed_versions()
         else:
             try:
-                out = subprocess.run([self.python, "-c", _VERSIONS_SCRIPT], capture_output=True,
+                out = subprocess.run([self.python, "-c", VERSIONS_SCRIPT], capture_output=True,
                                      text=True, timeout=60, check=True).stdout
                 versions = json.loads(out)
             except (OSError, subprocess.SubprocessError, ValueError):
                 versions = {"unknown-interpreter": self.python}
-        versions["onnxlens-exporter-source"] = _exporter_source_digest()
+        versions["onnxlens-exporter-source"] = exporter_source_digest()
         return versions
 
     def key(self, spec: TargetSpec, files: list[str]) -> str | None:
@@ -152,41 +140,8 @@ class ResultCache:
         path = cache_file(spec)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(path, msgpack.packb(entry, use_bin_type=True, default=str))
+            write_bytes(path, msgpack.packb(entry, use_bin_type=True, default=str))
         except OSError as error:
             log.warning("could not write cache file %s: %s", path, error)
             return False
         return True
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _package_versions_here() -> dict[str, Any]:
-    """What _VERSIONS_SCRIPT prints, for the server's own interpreter."""
-    versions: dict[str, Any] = {}
-    for name in VERSIONED_PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    versions["python"] = sys.version
-    return versions
-
-
-def _exporter_source_digest() -> str:
-    import onnxlens.exporter
-
-    digest = hashlib.sha256()
-    for path in sorted(Path(onnxlens.exporter.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()

@@ -18,8 +18,8 @@ import sys
 import time
 from typing import Any, Callable
 
-from onnxlens.exporter.crashes import model_location
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter import references
+from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.server.cache import ResultCache
 from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
@@ -144,6 +144,4 @@ class ExportService:
 
 def _worker_failure(spec: TargetSpec, problem: str, *, code: str = "crash") -> ExportResult:
     """A result for a job the worker could not run at all; on the model's definition."""
-    finding = Finding(code=code, message=problem, stage="load", location=model_location(spec))
-    return ExportResult(target=spec.name, status="failed", findings=[finding])
-
+    return ExportResult.failure(spec.name, code, problem, location=references.model_definition(spec))

@@ -1,13 +1,138 @@
-"""Invariants of the layout (ARCHITECTURE.md): the server never imports torch, the worker never
-imports pygls. Checked by importing in a fresh interpreter, so transitive imports count too."""
+"""Invariants of the layout (ARCHITECTURE.md).
 
+* No import cycle between onnxlens modules, typing-only imports (`if TYPE_CHECKING:`) and
+  imports inside functions included: read statically from the source, so an import that only
+  a type checker or a rarely taken branch would run counts too.
+* `server/` never imports torch; `exporter/` never imports pygls or lsprotocol. Checked twice:
+  statically (every import statement of every module, however deep in a function) and by
+  importing in a fresh interpreter (transitive imports of third-party packages count too).
+* The packages the source tree has are the packages pyproject.toml ships.
+"""
+
+from __future__ import annotations
+
+import ast
 import pkgutil
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 
+import onnxlens.exporter
 import onnxlens.server
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE_DIRS = {"onnxlens.exporter": REPO / "exporter", "onnxlens.server": REPO / "server"}
+
+
+def _modules() -> dict[str, Path]:
+    """Every onnxlens module -> its file, read from the source tree."""
+    modules = {}
+    for package, directory in SOURCE_DIRS.items():
+        for path in directory.rglob("*.py"):
+            parts = list(path.relative_to(directory).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join([package, *parts])] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _imported(module: str, path: Path) -> set[str]:
+    """Every module name `module` imports anywhere in its source (resolved relative imports)."""
+    is_package = path.name == "__init__.py"
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            names.add(prefix)
+            # `from package import module` imports a module, not only a name.
+            names.update(f"{prefix}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _graph() -> dict[str, set[str]]:
+    """onnxlens module -> the onnxlens modules it imports (a package import is an edge to the
+    package's __init__)."""
+    return {module: {name for name in _imported(module, path) if name in MODULES and name != module}
+            for module, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), or a self-loop."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_is_read():
+    graph = _graph()
+    # Sanity: the reader sees real edges, or an empty graph would pass the cycle test.
+    assert "onnxlens.exporter.types" in graph["onnxlens.server.exports"]
+    assert len(graph) > 30
+
+
+def test_no_import_cycle_between_onnxlens_modules():
+    cycles = _cycles(_graph())
+    assert not cycles, "import cycles (typing-only imports count):\n" + "\n".join(
+        " <-> ".join(cycle) for cycle in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+FORBIDDEN = {"onnxlens.server": ("torch", "functorch", "onnxscript", "onnx_ir", "onnxruntime"),
+             "onnxlens.exporter": ("pygls", "lsprotocol")}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_imports_across_the_process_boundary(module):
+    side = next(package for package in FORBIDDEN if module.startswith(package))
+    bad = sorted(name for name in _imported(module, MODULES[module])
+                 if name.split(".")[0] in FORBIDDEN[side])
+    assert not bad, f"{module} imports {bad}"
 
 
 def _server_modules() -> list[str]:
@@ -26,5 +151,14 @@ def test_server_side_modules_do_not_import_torch(module):
     assert not _imports(module, ("torch",))
 
 
-def test_exporter_pipeline_does_not_import_pygls():
+def test_the_exporter_pipeline_does_not_import_pygls():
+    # One fresh interpreter for the whole pipeline (it imports torch: seconds per module); the
+    # static test above covers every module on its own.
     assert not _imports("onnxlens.exporter.pipeline", ("pygls", "lsprotocol"))
+
+
+def test_pyproject_ships_every_package_of_the_source_tree():
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    shipped = set(config["packages"])
+    packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
+    assert packages == shipped, f"missing from pyproject: {packages - shipped}; not in the tree: {shipped - packages}"
