@@ -206,12 +206,17 @@ class Zygote:
         self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
         self._send({"type": "started", "id": job.id, "pid": pid})
 
+    def _read_pipe(self, job: Job, name: str) -> bytes | None:
+        """What the job's pipe `name` has now: None when nothing is there yet, or at its end
+        (then it is closed)."""
+        data = _read_some(getattr(job, name))
+        if data == b"":
+            self._close_pipe(job, name)
+        return data or None
+
     def _on_events(self, job: Job) -> bool:
-        data = _read_some(job.events_fd)
+        data = self._read_pipe(job, "events_fd")
         if data is None:
-            return False
-        if not data:
-            self._close_pipe(job, "events_fd")
             return False
         try:
             messages = job.frames.feed(data)
@@ -240,11 +245,8 @@ class Zygote:
         return True
 
     def _on_output(self, job: Job) -> bool:
-        data = _read_some(job.output_fd)
+        data = self._read_pipe(job, "output_fd")
         if data is None:
-            return False
-        if not data:
-            self._close_pipe(job, "output_fd")
             return False
         job.output_tail = (job.output_tail + data)[-OUTPUT_KEPT:]
         if job.forwarded < OUTPUT_FORWARDED and not job.cancelled:
