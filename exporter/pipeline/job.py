@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 from onnxlens.exporter.locations import Workspace
-from onnxlens.exporter.types import EventSink, ExportResult, Finding, Location, LogEvent, ProgressEvent, StageEvent, TargetSpec
+from onnxlens.exporter.types import (EventSink, ExportResult, Finding, Location, LogEvent, ProgressEvent, StageEvent,
+                                     TargetSpec)
 
 if TYPE_CHECKING:
     from torch.export import ExportedProgram

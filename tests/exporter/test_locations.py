@@ -76,13 +76,15 @@ def test_torch_the_onnx_stack_python_and_onnxlens_are_internal_other_libraries_a
     workspace = Workspace(str(root))
     internal = [TORCH_FILE, STDLIB_FILE, OWN_FILE, "<string>", "<frozen importlib._bootstrap>",
                 "<eval_with_key>.3", os.path.join(SITE, "torch", "_dynamo", "eval_frame.py")]
-    internal += [os.path.join(SITE, package, "x.py") for package in ("onnx", "onnxscript", "onnx_ir", "onnxruntime", "functorch")]
+    internal += [os.path.join(SITE, package, "x.py")
+                 for package in ("onnx", "onnxscript", "onnx_ir", "onnxruntime", "functorch")]
     for path in internal:
         assert classify(path, workspace) is Origin.INTERNAL, path
     # Third-party model code stays in the chain; the workspace is the user's.
     assert classify(TRANSFORMERS_FILE, workspace) is Origin.LIBRARY
     assert classify(str(root / "model.py"), workspace) is Origin.USER
-    assert classify(str(root / ".venv" / "lib" / "python3.11" / "site-packages" / "torch" / "x.py"), workspace) is Origin.INTERNAL
+    vendored_torch = root / ".venv" / "lib" / "python3.11" / "site-packages" / "torch" / "x.py"
+    assert classify(str(vendored_torch), workspace) is Origin.INTERNAL
 
 
 def test_without_a_workspace_files_outside_installed_packages_are_the_users(root):
@@ -274,7 +276,20 @@ def test_a_crash_lands_on_the_innermost_workspace_frame_of_the_dump(root):
     assert [(r.line, r.message) for r in finding.related] == [
         (line_of(hang, "work(mode)  # call-line"), "called from here (in main)")]
     without = crashes.finding_at("crash", "died", "capture", [], spec)
-    assert (without.location.file, without.location.line) == (str(root / "model.py"), line_of(root / "model.py", "class M("))
+    model = root / "model.py"
+    assert (without.location.file, without.location.line) == (str(model), line_of(model, "class M("))
+
+
+def test_a_crash_outside_the_users_code_is_shown_at_the_model_with_the_library_chain_related(root, tmp_path):
+    library = tmp_path / "library"
+    library.mkdir()
+    threads = locations.from_faulthandler(faulthandler_output(library, "crash"))
+    spec = TargetSpec(name="m", root=str(root), model="model.py:M", inputs="model.py:inputs",
+                      output=str(root / "out" / "m.onnx"), report=str(root / "out" / "m.md"))
+    finding = crashes.finding_at("crash", "died", "capture", crashes.running_frames(threads, Workspace.of(spec)), spec)
+    assert finding.location.line == line_of(root / "model.py", "class M(")
+    assert [(os.path.basename(r.file), r.message) for r in finding.related] == [
+        ("hang.py", "inside work (library code)"), ("hang.py", "inside main (library code)")]
 
 
 def test_find_call_and_the_names_a_user_may_have_written():
