@@ -2,7 +2,9 @@
 
 The child inherits the zygote's warm state (torch and the ONNX stack imported, the pipeline's
 tables built) and nothing of any earlier job: it imports the user's code fresh, runs the
-pipeline, streams progress frames to the zygote, sends one result frame and exits.
+pipeline, streams progress frames to the zygote, sends one result frame and exits. User code
+runs only here, never in the zygote; a child may raise torch's thread count (the zygote keeps
+one). The pipeline's typed events become wire dicts here (`event_to_dict`).
 
 Everything the zygote needs to explain a child that dies instead is set up here first:
 faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
