@@ -72,9 +72,9 @@ def main() -> None:
         ours_median = statistics.median(seconds for seconds, _ in ours_runs)
         stock = [stock_first(program, args) for _ in range(stock_runs)]
         stock_median = statistics.median(seconds for seconds, _, _ in stock)
-        first = summary.get("first_mismatch") or {}
+        first = summary.first_mismatch
         rows.append((label, ours_median, stock_median, stock_runs, stock[0][2],
-                     first.get("node"), first.get("module"), stock[0][1]))
+                     first.node if first else None, first.module if first else None, stock[0][1]))
         print(label, ours_median, stock_median, first, file=sys.stderr)
 
     lines = [

@@ -48,7 +48,7 @@ PROTOCOL_VERSION = 1
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 USER_ENV_VARIABLE = "ONNXLENS_USER_THREAD_ENV"
 
-# Library preloading (see exporter/zygote.py): "0" in PRELOAD_VARIABLE turns it off;
+# Library preloading (see exporter/worker/preload.py): "0" in PRELOAD_VARIABLE turns it off;
 # PRELOAD_DENY_VARIABLE lists top-level packages never to preload (comma-separated).
 PRELOAD_VARIABLE = "ONNXLENS_PRELOAD"
 PRELOAD_DENY_VARIABLE = "ONNXLENS_PRELOAD_DENY"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, Callable, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
 STAGES = ("load", "capture", "decompose", "scan", "translate", "check", "verify", "save")
@@ -339,6 +339,8 @@ class CachedEvent:
 
 
 ProgressEvent = Union[StageEvent, LogEvent, OutputEvent, CachedEvent]
+# Where a running export's events go (the pipeline's `on_event`).
+EventSink = Callable[[ProgressEvent], None]
 _EVENT_TYPES: dict[str, type] = {cls.kind: cls for cls in (StageEvent, LogEvent, OutputEvent, CachedEvent)}
 
 

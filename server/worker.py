@@ -141,7 +141,7 @@ class Worker:
         self._ready = loop.create_future()
         try:
             self.process = await asyncio.create_subprocess_exec(
-                self.python, "-m", "onnxlens.exporter.zygote",
+                self.python, "-m", "onnxlens.exporter.worker.zygote",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=self.env,
             )

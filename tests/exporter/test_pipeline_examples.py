@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from onnxlens.exporter.types import STAGES
+from onnxlens.exporter.types import STAGES, StageEvent
 
 from engine_support import copy_examples, line_of, shared_pipeline, spec_for
 
@@ -86,7 +86,7 @@ def test_mlp_exports_with_stage_events_in_order_and_line_info(mlp, workspace):
     assert result.status == "ok", result.findings
     assert result.findings == []
     assert os.path.exists(result.onnx)
-    stage_events = [(e["stage"], e["state"]) for e in events if e["event"] == "stage"]
+    stage_events = [(e.stage, e.state) for e in events if isinstance(e, StageEvent)]
     assert stage_events == [(stage, state) for stage in STAGES for state in ("begin", "end")]
     assert list(result.stages) == list(STAGES)
     assert result.node_count and result.node_count > 0

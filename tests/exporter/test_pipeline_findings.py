@@ -335,7 +335,7 @@ def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
     import sympy
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, _suggest_torch_checks
 
-    from onnxlens.exporter.capture import _check_fixes
+    from onnxlens.exporter.pipeline.capture import _check_fixes
     from onnxlens.exporter.types import Location
 
     u0 = sympy.Symbol("u0", integer=True)

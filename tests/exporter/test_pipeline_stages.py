@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 
 from engine_support import line_of, shared_pipeline, spec_for, write
+from onnxlens.exporter.types import StageEvent
 
 MODEL = '''
 import torch
@@ -134,6 +136,19 @@ def test_exported_program_dump_is_written_next_to_the_report(workspace):
     assert "aten.linear" in dump.read_text()
 
 
+def test_the_report_and_the_program_dump_are_as_readable_as_the_onnx(workspace):
+    # The report once kept mkstemp's 0600: the user's other tools could not read it.
+    result = shared_pipeline().run(small(workspace))
+
+    def mode(path: str) -> int:
+        return stat.S_IMODE(os.stat(path).st_mode)
+
+    assert mode(result.report) == mode(result.exported_program) == mode(result.onnx) == mode(result.onnx + ".data")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode(result.onnx) == 0o666 & ~umask  # 0644 under the usual umask 022
+
+
 def test_decomposition_failure_is_a_decomposition_finding_at_the_raising_user_line(workspace):
     spec = spec_for(workspace, "flaky", "flaky.py:UsesFlaky", "flaky.py:inputs")
     result = shared_pipeline().run(spec)
@@ -149,7 +164,7 @@ def test_decomposition_failure_is_a_decomposition_finding_at_the_raising_user_li
 
 def test_a_bug_in_onnxlens_itself_becomes_a_finding_not_a_traceback(workspace, monkeypatch):
     # A mock on purpose: no real model makes our own LineInfo code raise; this reaches that state.
-    from onnxlens.exporter import lines
+    from onnxlens.exporter.pipeline import lines
 
     def broken(*args, **kwargs):
         raise KeyError("simulated bug in onnxlens")
@@ -162,15 +177,15 @@ def test_a_bug_in_onnxlens_itself_becomes_a_finding_not_a_traceback(workspace, m
     assert "simulated bug in onnxlens" in result.findings[0].message
     # Shown at the model's definition (no user frame raised), and every begun stage ended.
     assert result.findings[0].location.line == line_of(workspace / "model.py", "def build")
-    begun = [e["stage"] for e in events if e["event"] == "stage" and e["state"] == "begin"]
-    ended = [e["stage"] for e in events if e["event"] == "stage" and e["state"] == "end"]
+    begun = [e.stage for e in events if isinstance(e, StageEvent) and e.state == "begin"]
+    ended = [e.stage for e in events if isinstance(e, StageEvent) and e.state == "end"]
     assert begun == ended
 
 
 def test_every_run_writes_a_report_with_its_time_and_a_verification(workspace):
     result = shared_pipeline().run(small(workspace, verify=True))
     assert result.status == "ok"
-    assert result.verification is not None and result.verification["passed"] is True
+    assert result.verification is not None and result.verification.passed is True
     report = Path(result.report).read_text()
     assert "Total time: 0.00 s" not in report
     assert f"Total time: {result.seconds:.2f} s" in report

@@ -53,7 +53,7 @@ def test_success_report_has_every_section(tmp_path, mlp_export):
     spec = make_spec(tmp_path)
     result = ExportResult(target="mlp", status="ok", onnx=spec.output, seconds=0.42,
                           stages={"capture": 0.05, "decompose": 0.1, "translate": 0.01,
-                                  "verify": summary["seconds"]},
+                                  "verify": summary.seconds},
                           verification=summary, node_count=len(onnx_program.model.graph))
 
     path = write_report(spec, result, ReportInputs(

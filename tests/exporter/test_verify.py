@@ -22,7 +22,7 @@ from onnxscript import opset18 as op
 from torch import nn
 
 from onnxlens.exporter.verify import verify
-from onnxlens.exporter.verify_locate import normalize_module_path, parse_stack_trace
+from onnxlens.exporter.locations import Workspace, from_stack_trace, locate_node, normalize_module_path
 
 HERE = Path(__file__).resolve()
 ROOT = str(HERE.parent)
@@ -112,12 +112,12 @@ def corrupted_bias(onnx_program, name: str, delta: float = 0.05):
 def test_correct_model_passes_with_small_diffs(deep_program):
     args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
-    assert summary["passed"] is True
+    assert summary.passed is True
     assert findings == []
-    assert summary["compared"] == 1
-    assert 0.0 <= summary["max_abs_diff"] < 1e-4  # float32 rounding, not zero and not large
-    assert summary["outputs"][0]["shape"] == [2, 8, 32]
-    assert "first_mismatch" not in summary
+    assert summary.compared == 1
+    assert 0.0 <= summary.max_abs_diff < 1e-4  # float32 rounding, not zero and not large
+    assert summary.outputs[0].shape == [2, 8, 32]
+    assert summary.first_mismatch is None
 
 
 @pytest.mark.parametrize("layer", [1, 3])
@@ -126,10 +126,10 @@ def test_corrupted_layer_is_found_by_module_path_on_the_shared_line(deep_program
     with corrupted_bias(program, f"layers.{layer}.ff.0.bias"):
         summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
 
-    assert summary["passed"] is False
-    assert summary["max_abs_diff"] > 1e-3
-    assert summary["first_mismatch"]["module"] == f"layers.{layer}.ff.0"
-    assert summary["first_mismatch"]["target"] == "aten.linear.default"
+    assert summary.passed is False
+    assert summary.max_abs_diff > 1e-3
+    assert summary.first_mismatch.module == f"layers.{layer}.ff.0"
+    assert summary.first_mismatch.target == "aten.linear.default"
     (finding,) = findings
     assert (finding.code, finding.severity, finding.stage) == ("mismatch", "warning", "verify")
     assert finding.location.file == str(HERE)
@@ -151,11 +151,11 @@ def test_wrong_custom_translation_is_found_at_the_first_gelu(quick_gelu_program)
 
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
 
-    assert summary["passed"] is False
-    first = summary["first_mismatch"]
-    assert (first["target"], first["module"]) == ("aten.gelu.default", "layers.0.ff.1")
-    assert first["onnx_op"] == "Mul"  # the last op of quick_gelu, not ONNX's Gelu
-    assert 1e-3 < first["max_abs_diff"] < 0.1
+    assert summary.passed is False
+    first = summary.first_mismatch
+    assert (first.target, first.module) == ("aten.gelu.default", "layers.0.ff.1")
+    assert first.onnx_op == "Mul"  # the last op of quick_gelu, not ONNX's Gelu
+    assert 1e-3 < first.max_abs_diff < 0.1
     (finding,) = findings
     assert finding.location.line == line_of("block-ff")
     assert "`layers.0.ff.1` (GELU)" in finding.message
@@ -166,9 +166,9 @@ def test_tolerance_decides(quick_gelu_program):
     args, program = deep_inputs(), quick_gelu_program
     strict, _ = verify(program.exported_program, program, args, {}, rtol=0, atol=1e-4)
     loose, findings = verify(program.exported_program, program, args, {}, rtol=0, atol=1.0)
-    assert strict["passed"] is False
-    assert loose["passed"] is True and findings == []
-    assert loose["max_abs_diff"] == pytest.approx(strict["max_abs_diff"])
+    assert strict.passed is False
+    assert loose.passed is True and findings == []
+    assert loose.max_abs_diff == pytest.approx(strict.max_abs_diff)
 
 
 def test_without_root_the_innermost_non_library_frame_is_primary(deep_program):
@@ -200,12 +200,12 @@ def test_odd_inputs_and_outputs_are_compared_without_error():
     args, kwargs = (torch.randn(3, 4), 3), {"z": torch.ones(4)}
     program = export(Odd(), args, kwargs=kwargs)
     summary, findings = verify(program.exported_program, program, args, kwargs)
-    assert "error" not in summary, summary
-    assert summary["passed"] is True and findings == []
-    dtypes = [o["dtype"] for o in summary["outputs"]]
+    assert summary.error is None, summary
+    assert summary.passed is True and findings == []
+    dtypes = [o.dtype for o in summary.outputs]
     assert dtypes == ["float32", "int64", "bool", "float32", "float32"]
-    assert summary["outputs"][4]["note"] == "empty"
-    assert summary["compared"] == 5
+    assert summary.outputs[4].note == "empty"
+    assert summary.compared == 5
 
 
 class Counter(nn.Module):
@@ -225,22 +225,22 @@ def test_buffer_mutations_and_none_outputs_are_not_paired_with_user_outputs():
     args = (torch.randn(3),)
     program = export(Counter(), args)
     summary, findings = verify(program.exported_program, program, args, {})
-    assert summary["passed"] is True and findings == []
-    assert [o["name"] for o in summary["outputs"]] == [v.name for v in program.model.graph.outputs]
-    assert summary["compared"] == 1 and summary["max_abs_diff"] < 1e-6
+    assert summary.passed is True and findings == []
+    assert [o.name for o in summary.outputs] == [v.name for v in program.model.graph.outputs]
+    assert summary.compared == 1 and summary.max_abs_diff < 1e-6
 
 
 def test_inputs_that_do_not_fit_give_a_summary_not_a_traceback(deep_program):
     args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, (args[0], args[0]), {})
-    assert summary["passed"] is False
-    assert "example inputs do not match" in summary["error"]
+    assert summary.passed is False
+    assert "example inputs do not match" in summary.error
     assert findings == []
 
 
 def test_nothing_to_verify():
     summary, findings = verify(None, None, (), {})
-    assert summary["passed"] is False and "nothing to verify" in summary["error"]
+    assert summary.passed is False and "nothing to verify" in summary.error
     assert findings == []
 
 
@@ -260,8 +260,8 @@ def test_onnxruntime_failure_is_a_finding_at_the_failing_node():
     if shape.is_initializer():
         program.model.graph.initializers[shape.name].const_value = shape.const_value
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
-    assert summary["passed"] is False
-    assert "onnxruntime could not run the model" in summary["error"]
+    assert summary.passed is False
+    assert "onnxruntime could not run the model" in summary.error
     (finding,) = findings
     assert finding.code == "mismatch" and "Reshape" in finding.message
     assert finding.location is not None and finding.location.line == line_of("reshape-line")
@@ -271,9 +271,9 @@ def test_stack_trace_parsing_of_strict_capture(deep_model):
     """Strict capture adds dynamo frames and ^^^ lines; the frames and code lines survive."""
     program = torch.export.export(deep_model, deep_inputs(), strict=True)
     node = next(n for n in program.graph.nodes if n.op == "call_function" and n.meta.get("stack_trace"))
-    frames = parse_stack_trace(node.meta["stack_trace"])
+    frames = from_stack_trace(node.meta["stack_trace"])
     assert any(f.file == str(HERE) and f.line == line_of("block-ff") for f in frames)
-    assert all(not f.code.startswith("^") for f in frames)
+    assert all(not (f.code or "").startswith("^") for f in frames)
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -301,11 +301,9 @@ class UsesHelper(nn.Module):
 
 def test_a_helper_function_frame_is_the_primary_location():
     """Strict capture records helper frames: the finding lands in the helper, the caller is related."""
-    from onnxlens.exporter.verify_locate import locate_node_meta
-
     program = torch.export.export(UsesHelper(), (torch.randn(2, 8),), strict=True)
     tanh = next(n for n in program.graph.nodes if n.op == "call_function" and "tanh" in str(n.target))
-    place = locate_node_meta(tanh.meta, ROOT)
+    place = locate_node(tanh.meta, Workspace(ROOT))
     assert (place.location.file, place.location.line) == (str(HERE), line_of("helper-line"))
     assert place.related[0].line == line_of("helper-call")
     assert place.related[0].message.startswith("called from UsesHelper.forward()")
@@ -315,14 +313,14 @@ def test_a_helper_function_frame_is_the_primary_location():
 def test_models_too_large_for_one_protobuf_go_through_a_file(deep_program, monkeypatch):
     """Above ~1.5 GB the model is saved with external data and loaded by path; the threshold is
     lowered here so a small model takes that path (same results expected)."""
-    from onnxlens.exporter import verify_runtime
+    from onnxlens.exporter.verify import runtime
 
-    monkeypatch.setattr(verify_runtime, "_LARGE_MODEL_BYTES", 0)
+    monkeypatch.setattr(runtime, "_LARGE_MODEL_BYTES", 0)
     args, program = deep_inputs(), deep_program
     outputs_before = [v.name for v in program.model.graph.outputs]
     with corrupted_bias(program, "layers.2.ff.0.bias"):
         summary, (finding,) = verify(program.exported_program, program, args, {}, root=ROOT)
-    assert summary["first_mismatch"]["module"] == "layers.2.ff.0"
+    assert summary.first_mismatch.module == "layers.2.ff.0"
     assert finding.location.line == line_of("block-ff")
     assert [v.name for v in program.model.graph.outputs] == outputs_before  # model unchanged
 
@@ -380,7 +378,7 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
     result = shared_pipeline().run(spec)
 
     assert result.status == "ok", [f.message for f in result.findings]
-    assert result.verification["passed"] is False
+    assert result.verification.passed is False
     (finding,) = [f for f in result.findings if f.code == "mismatch"]
     assert Path(finding.location.file).resolve() == model_file.resolve()
     line = next(n for n, t in enumerate(model_file.read_text().splitlines(), 1) if "# act-line" in t)

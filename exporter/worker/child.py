@@ -2,7 +2,9 @@
 
 The child inherits the zygote's warm state (torch and the ONNX stack imported, the pipeline's
 tables built) and nothing of any earlier job: it imports the user's code fresh, runs the
-pipeline, streams progress frames to the zygote, sends one result frame and exits.
+pipeline, streams progress frames to the zygote, sends one result frame and exits. User code
+runs only here, never in the zygote; a child may raise torch's thread count (the zygote keeps
+one). The pipeline's typed events become wire dicts here (`event_to_dict`).
 
 Everything the zygote needs to explain a child that dies instead is set up here first:
 faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
@@ -22,9 +24,11 @@ import time
 import traceback
 from typing import Any, NoReturn
 
-from onnxlens.exporter.crashes import OUT_OF_MEMORY, Frame, finding_at_frames, is_user_file
+from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, write_frame
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter.types import ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec, event_to_dict
+from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
+from onnxlens.exporter.worker.preload import library_modules
 
 _PR_SET_PDEATHSIG = 1
 _real_exit = os._exit
@@ -43,7 +47,7 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _restore_user_environment(user_env, job.get("options", {}), spec)
         result = _run(pipeline, spec, events_fd, started)
         write_frame(events_fd, {"type": "result", "result": result.to_dict(),
-                                "imports": _library_modules(zygote_modules)})
+                                "imports": library_modules(zygote_modules)})
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
@@ -124,11 +128,13 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
 
 
 def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> ExportResult:
-    def on_event(event: dict[str, Any]) -> None:
-        write_frame(events_fd, {"type": "event", "event": event})
-        if event.get("stage") == "load" and event.get("state") == "end":
+    workspace = Workspace.of(spec)
+
+    def on_event(event: ProgressEvent) -> None:
+        write_frame(events_fd, {"type": "event", "event": event_to_dict(event)})  # the wire stays dicts
+        if isinstance(event, StageEvent) and event.stage == "load" and event.state == "end":
             # Should this job die later, the zygote still knows which files it depends on.
-            write_frame(events_fd, {"type": "closure", "files": _imported_user_files(spec.root)})
+            write_frame(events_fd, {"type": "closure", "files": _imported_user_files(workspace)})
 
     try:
         result = pipeline.run(spec, on_event)
@@ -144,7 +150,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> Exp
     result.findings = [_as_crash(spec, finding) for finding in result.findings]
     # This process imported no user code before the job, so every workspace module it holds now
     # belongs to the target: the closure, even where the pipeline did not see an import.
-    result.closure = sorted(set(result.closure) | set(_imported_user_files(spec.root)))
+    result.closure = sorted(set(result.closure) | set(_imported_user_files(workspace)))
     return result
 
 
@@ -173,35 +179,21 @@ def _as_crash(spec: TargetSpec, finding: Finding) -> Finding:
 
 
 def _failed(spec: TargetSpec, error: BaseException, started: float, message: str) -> ExportResult:
-    frames = [Frame(f.filename, f.lineno or 1, f.name)
-              for f in reversed(traceback.extract_tb(error.__traceback__))
-              if is_user_file(f.filename, spec.root)]
-    finding = finding_at_frames("crash", message, "load", frames, spec)
-    closure = sorted({f.file for f in frames} | set(_imported_user_files(spec.root)))
+    frames = from_traceback(error)
+    finding = finding_at("crash", message, "load", frames, spec)
+    workspace = Workspace.of(spec)
+    running = {f.file for f in frames if is_user_code(f.file, workspace)}
+    closure = sorted(running | set(_imported_user_files(workspace)))
     return ExportResult(target=spec.name, status="failed", findings=[finding],
                         seconds=time.perf_counter() - started, closure=closure)
 
 
-def _imported_user_files(root: str) -> list[str]:
+def _imported_user_files(workspace: Workspace) -> list[str]:
     """Workspace files imported so far: the closure as far as the job got."""
-    prefixes = tuple({os.path.join(root, ""), os.path.join(os.path.realpath(root), "")})
     files = []
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
         # Some modules carry a relative __file__ (torch.ops: "_ops.py"): not workspace files.
-        # The cheap prefix test first: thousands of modules are loaded.
-        if isinstance(path, str) and path.startswith(prefixes) and is_user_file(path, root):
+        if isinstance(path, str) and os.path.isabs(path) and workspace.contains(path):
             files.append(os.path.abspath(path))
     return files
-
-
-def _library_modules(before: set[str]) -> list[str]:
-    """Installed-library modules (site-packages) this job imported: the zygote preloads them,
-    so the next job of a transformers model does not import transformers again."""
-    names = []
-    for name, module in list(sys.modules.items()):
-        path = getattr(module, "__file__", None)
-        if (name not in before and isinstance(path, str)
-                and ("site-packages" in path or "dist-packages" in path)):
-            names.append(name)
-    return sorted(names)[:5000]

@@ -11,6 +11,7 @@ exported.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,8 +19,12 @@ from typing import Any, Callable
 import torch
 from torch.onnx._internal.exporter import _capture_strategies
 
-from onnxlens.exporter.locations import (Frame, Workspace, frames_from_summary, is_library_file, locate,
-                                          source_line)
+from onnxlens.exporter import atomic
+from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
+                                         is_user_code, locate)
+from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims
+from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.types import Finding, Fix, Location
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
@@ -65,6 +70,50 @@ def capture(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
     return result
 
 
+def run(job: Job) -> None:
+    """The capture stage: the program on the job, or the findings of every strategy's failure."""
+    target = job.target
+    with helper_frames_kept(_workspace_files(job.workspace)) as anchors:
+        captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
+    if captured.program is not None:
+        job.program = captured.program
+        # Only non-strict traces carry the extra helper frames (see stacks.py).
+        job.anchors = anchors if captured.strategy == "non-strict" else set()
+        _write_program_dump(job)
+        check_dynamic_dims(job)
+        return
+    job.error = captured.attempts[0].error if captured.attempts else None
+    draft = []
+    if any(is_data_dependent(a.error) for a in captured.attempts):
+        try:
+            draft = draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
+        except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
+            job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
+    job.fail(findings_for_failure(captured, job.workspace, job.fallback, draft))
+
+
+def _workspace_files(workspace: Workspace) -> list[str]:
+    """Loaded workspace modules' files, as imported (frames use these names) and resolved."""
+    import sys
+
+    files = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if path and workspace.contains(path):
+            files.add(path)
+            files.add(os.path.realpath(path))
+    return sorted(files)
+
+
+def _write_program_dump(job: Job) -> None:
+    """The captured program as text, next to the report (the report shows a cut of it)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(job.spec.report)), f"{job.spec.name}.exported_program.txt")
+    try:
+        job.result.exported_program = atomic.write_text(path, str(job.program))
+    except Exception as error:  # noqa: BLE001 - a missing dump is not worth failing the export
+        job.log(f"could not write the exported program dump: {error}")
+
+
 def is_data_dependent(error: BaseException) -> bool:
     for item in _chain(error):
         if isinstance(item, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode):
@@ -90,9 +139,7 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
         if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             continue
         data = failure.data or {}
-        frames = [Frame(file=files.get(item.get("filename"), str(item.get("filename"))),
-                        line=int(item.get("line") or 0), func=item.get("name", ""))
-                  for item in data.get("user_stack") or [] if item.get("line")]
+        frames = from_user_stack(data.get("user_stack"), files)
         if kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
                            f"{data.get('result')}): torch.export cannot decide it for every input")
@@ -128,11 +175,11 @@ def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback
         else:
             findings.setdefault(_key(finding), finding)
     for kind, description, frames in draft:
-        location, related, text = locate(frames, workspace)
-        if location is None:
+        place = locate(frames, workspace)
+        if place.location is None:
             continue
-        finding = Finding(code="torch-export", stage="capture", location=location, related=related,
-                          source_line=text, docs_url=EXPORTDB_URL,
+        finding = Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
+                          source_line=place.source_line, docs_url=EXPORTDB_URL,
                           message=f"torch.export (draft_export): {description}")
         key = _key(finding)
         if key not in findings:
@@ -148,9 +195,8 @@ def _key(finding: Finding) -> tuple:
 def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
     """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
-    frames = _user_frames(error, workspace)
-    location, related, text = locate(frames, workspace) if frames else (None, [], None)
-    located = location is not None
+    place = locate(_user_frames(error, workspace), workspace)
+    located = place.location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
@@ -160,34 +206,30 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
         if match:
             docs_url = match.group(0)
             break
-    if location is None and fallback is not None:
-        location = Location(**fallback.to_dict())
-        text = source_line(location.file, location.line)
+    if place.at_fallback(fallback):
         message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
-    fixes = _check_fixes(error, location, text)
-    finding = Finding(code="torch-export", stage="capture", location=location, related=related,
-                      source_line=text, docs_url=docs_url, fixes=fixes, message=message)
+    fixes = _check_fixes(error, place.location, place.source_line)
+    finding = Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
+                      source_line=place.source_line, docs_url=docs_url, fixes=fixes, message=message)
     return finding, located
 
 
 def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
     """The call chain of the failure, outermost first, from the best source available."""
-    import traceback
-
     for item in _chain(error):
         # dynamo knows the user's stack when tracing (strict mode).
         real_stack = getattr(item, "real_stack", None)
         if real_stack:
-            frames = frames_from_summary(real_stack)
-            if any(workspace.contains(f.file) for f in frames):
+            frames = from_traceback(real_stack)
+            if any(is_user_code(f.file, workspace) for f in frames):
                 return frames
         summary = getattr(item, "innermost_user_frame_summary", None)
-        if summary is not None and workspace.contains(getattr(summary, "filename", None)):
-            return frames_from_summary([summary])
+        if summary is not None and is_user_code(getattr(summary, "filename", None), workspace):
+            return from_traceback([summary])
     for item in _chain(error):
         # non-strict mode runs the user's Python: the traceback has the user's frames.
-        frames = frames_from_summary(traceback.extract_tb(item.__traceback__))
-        if any(workspace.contains(f.file) for f in frames):
+        frames = from_traceback(item)
+        if any(is_user_code(f.file, workspace) for f in frames):
             return frames
     for item in _chain(error):
         match = _BLAME_RE.search(str(item))
@@ -195,8 +237,8 @@ def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
             return [Frame(match.group(1), int(match.group(2)))]
     # No user frame at all: third-party library frames (a transformers model) still help.
     for item in _chain(error):
-        frames = frames_from_summary(traceback.extract_tb(item.__traceback__))
-        if any(not is_library_file(f.file) for f in frames):
+        frames = from_traceback(item)
+        if any(classify(f.file, workspace) is Origin.LIBRARY for f in frames):
             return frames
     return []
 

@@ -1,6 +1,6 @@
-"""The load stage: import the target's code fresh, call its factories, record its closure.
+"""Loading a target's code: fresh imports of workspace files, the factories, the closure.
 
-A reference is `FILE.py:CALLABLE` (relative to the workspace root) or `package.module:CALLABLE`
+Used by the load stage (load.py). A reference is `FILE.py:CALLABLE` (relative to the workspace root) or `package.module:CALLABLE`
 (importable with the root on sys.path). Files are imported under their dotted name relative to
 the root, as any other workspace module would import them: a module known under two names is two
 modules, and strict capture (dynamo) re-imports modules by name.
@@ -8,6 +8,10 @@ modules, and strict capture (dynamo) re-imports modules by name.
 The closure is every workspace file imported while the target ran: it tells the server which
 saves must re-export this target. Workspace modules already in sys.modules are dropped first, so
 an in-process pipeline serving many runs sees the files as they are now.
+
+Import and setup errors become findings here (`LoadError`), placed by exporter/locations like
+every other finding: the syntax error itself, or the innermost line of the user's code that
+raised, with the import chain related.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import importlib.util
 import inspect
 import os
 import sys
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from onnxlens.exporter.locations import Workspace, frames_from_summary, locate, source_line
+from onnxlens.exporter import references
+from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code, locate, source_line
 from onnxlens.exporter.types import Finding, Location
 
 
@@ -119,29 +123,30 @@ class Loader:
 
     def resolve(self, ref: str, what: str) -> Any:
         """Import the module of `ref` and return the attribute. Raises LoadError (code import)."""
-        module_part, sep, attr = ref.rpartition(":")
-        if not sep or not module_part or not attr:
+        reference = references.parse(ref)
+        if reference is None:
             raise LoadError(Finding(code="import", stage="load",
                                     message=f"bad {what} reference {ref!r}: expected FILE.py:NAME or package.module:NAME"))
-        module = self._import(module_part, what)
+        module = self._import(reference, what)
         try:
             value = module
-            for part in attr.split("."):
+            for part in reference.attribute.split("."):
                 value = getattr(value, part)
             return value
         except AttributeError:
             file = getattr(module, "__file__", None)
             location = Location(file=os.path.realpath(file), line=1) if file else None
             raise LoadError(Finding(code="import", stage="load", location=location,
-                                    message=f"{module_part} has no attribute {attr!r} (the {what} reference {ref!r})")) from None
+                                    message=f"{reference.where} has no attribute {reference.attribute!r} "
+                                            f"(the {what} reference {ref!r})")) from None
 
-    def _import(self, module_part: str, what: str):
+    def _import(self, reference: references.Reference, what: str):
         if self.root not in sys.path:
             sys.path.insert(0, self.root)
         try:
-            if module_part.endswith(".py"):
-                return self._import_file(Path(self.root) / module_part, what)
-            return importlib.import_module(module_part)
+            if reference.is_file:
+                return self._import_file(reference.candidate_files(self.root)[0], what)
+            return importlib.import_module(reference.where)
         except LoadError:
             raise
         except SyntaxError as error:
@@ -149,7 +154,7 @@ class Loader:
         except BaseException as error:  # noqa: BLE001 - user code may raise anything, even SystemExit
             if isinstance(error, KeyboardInterrupt):
                 raise
-            raise LoadError(self._raised_finding(error, "import", f"importing {module_part} failed"), error) from None
+            raise LoadError(self._raised_finding(error, "import", f"importing {reference.where} failed"), error) from None
 
     def _import_file(self, path: Path, what: str):
         path = path.resolve()
@@ -200,19 +205,19 @@ class Loader:
         location = Location(file=file, line=line, column=column, end_line=line,
                             end_column=end_column or column + 1) if file else None
         # The frames that imported the broken file (the import chain) are related locations.
-        _, related, _ = locate(frames_from_summary(traceback.extract_tb(error.__traceback__)),
-                               self.workspace, note="imported from here")
+        related = locate(from_traceback(error), self.workspace, note="imported from here").related
         return Finding(code="import", stage="load", location=location, related=related,
                        source_line=source_line(file, line) if file else None,
                        message=f"{type(error).__name__}: {error.msg}")
 
     def _raised_finding(self, error: BaseException, code: str, context: str) -> Finding:
-        frames = frames_from_summary(traceback.extract_tb(error.__traceback__))
+        frames = from_traceback(error)
         for frame in frames:
-            if self.workspace.contains(frame.file):
+            if is_user_code(frame.file, self.workspace):
                 self.failed_files.append(os.path.realpath(frame.file))
-        location, related, text = locate(frames, self.workspace)
-        return Finding(code=code, stage="load", location=location, related=related, source_line=text,
+        place = locate(frames, self.workspace)
+        return Finding(code=code, stage="load", location=place.location, related=place.related,
+                       source_line=place.source_line,
                        message=f"{context}: {type(error).__name__}: {_first_lines(str(error))}")
 
 

@@ -3,7 +3,8 @@
 The stock exporter dispatches node by node while it builds the graph and stops at the first op
 it cannot translate. Dispatching is cheap (~0.1 ms a node), so we dispatch every call_function
 node of the decomposed program, subgraphs of torch.cond / while_loop / scan included, with the
-same `_dispatching.dispatch` and registry the translation will use, and report them all.
+same `_dispatching.dispatch` and registry the translation will use, and report them all, each
+on the innermost line of the user's code that produced it (exporter/locations).
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from __future__ import annotations
 import operator
 import os
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
-from torch.onnx._internal.exporter import _core, _dispatching
+from torch.onnx._internal.exporter import _capture_strategies, _core, _dispatching
 
-from onnxlens.exporter.locations import (Frame, Workspace, call_names_for_op, frames_from_stack_trace,
-                                          locate, source_line)
-from onnxlens.exporter.stacks import full_stack_trace
+from onnxlens.exporter.locations import (Frame, Workspace, call_names_for_op, from_stack_trace, is_user_code,
+                                         locate, primary_frame)
+from onnxlens.exporter.pipeline.decompose import decompose
+from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
 from onnxlens.exporter.types import Finding, Location
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
@@ -33,10 +36,37 @@ class UnsupportedOp:
     module_path: str | None
 
 
-def graph_modules(program: Any) -> Iterator[torch.fx.GraphModule]:
-    for module in program.graph_module.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            yield module
+def run(job: Job) -> None:
+    """The scan stage: a finding per line with ops that have no translation."""
+    missing = unsupported_ops(job.decomposed, job.registry)
+    if not missing:
+        return
+    # Ops traced through generated code (torch.cond / while_loop branches) lack their line.
+    in_branches = any(frame.file.startswith("<eval_with_key>") for op in missing for frame in op.frames)
+    located = _locate_in_branches(job, missing) if in_branches else missing
+    job.fail(findings_for(located, job.workspace, job.fallback))
+
+
+def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[UnsupportedOp]:
+    """Re-capture strictly to blame the innermost user line of ops in torch.cond branches.
+
+    Non-strict capture (with helper frames kept, see stacks.py) traces torch.cond branches
+    through dynamo-generated code and records them only down to the `torch.cond(...)` call;
+    strict capture records the whole user stack, branches included. On this failure path
+    only, each op gets the deepest user chain either capture found.
+    """
+    target = job.target
+    try:
+        outcome = _capture_strategies.TorchExportStrictStrategy(verbose=False)(
+            target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes)
+        if outcome.exported_program is None:
+            return missing
+        decomposed = decompose(outcome.exported_program, job.tables.decompositions(job.registry, job.custom_key))
+        strict = unsupported_ops(decomposed, job.registry)
+    except Exception as error:  # noqa: BLE001 - the non-strict lines still stand
+        job.log(f"strict re-capture to locate ops failed: {type(error).__name__}: {error}")
+        return missing
+    return deepest_frames(missing, [strict], job.workspace)
 
 
 def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
@@ -54,7 +84,7 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             stack = node.meta.get("nn_module_stack") or {}
             module_path = list(stack.values())[-1][0] if stack else None
             found.append(UnsupportedOp(op=_op_name(node.target), reason=reason,
-                                       frames=frames_from_stack_trace(full_stack_trace(node)),
+                                       frames=from_stack_trace(full_stack_trace(node)),
                                        torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
                                        module_path=module_path))
     return found
@@ -70,30 +100,28 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
     """One finding per source location, naming every op that lacks a translation there."""
     grouped: dict[tuple, list[UnsupportedOp]] = {}
     for op in ops:
-        innermost = next((f for f in reversed(op.frames) if workspace.contains(f.file)), None)
+        innermost = primary_frame(op.frames, workspace)
         key = (os.path.realpath(innermost.file), innermost.line) if innermost else ("", 0)
         grouped.setdefault(key, []).append(op)
     findings = []
     for key, group in grouped.items():
         names = list(dict.fromkeys(op.op for op in group))
         call_names = [name for op in group for name in call_names_for_op(op.torch_fn, op.op)]
-        location, related, text = locate(group[0].frames, workspace, call_names=call_names)
-        callee = _callee(text, location)
+        place = locate(group[0].frames, workspace, call_names=call_names)
+        callee = _callee(place.source_line, place.location)
         message = f"no ONNX translation for {', '.join(names)}"
         if callee:
             message += f" (from {callee})"
         if "complex" in group[0].reason:
             message += " for complex-valued inputs"
         message += "; give one in the target's custom-translations table, or avoid the op"
-        if location is None and fallback is not None:
-            location = Location(**fallback.to_dict())
-            text = source_line(location.file, location.line)
+        if place.at_fallback(fallback):
             message += "\n(the op has no source line in your code: shown at the model's definition)"
         module_paths = sorted({op.module_path for op in group if op.module_path})
         if module_paths:
             message += f" [module: {', '.join(module_paths)}]"
-        findings.append(Finding(code="unsupported-op", stage="scan", location=location, related=related,
-                                source_line=text, docs_url=ONNX_DOCS_URL, message=message))
+        findings.append(Finding(code="unsupported-op", stage="scan", location=place.location, related=place.related,
+                                source_line=place.source_line, docs_url=ONNX_DOCS_URL, message=message))
     return findings
 
 
@@ -111,7 +139,7 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
         return by_op
 
     def depth(op: UnsupportedOp) -> int:
-        return sum(1 for frame in op.frames if workspace.contains(frame.file))
+        return sum(1 for frame in op.frames if is_user_code(frame.file, workspace))
 
     ours = occurrences(ops)
     others = [occurrences(found) for found in candidates]

@@ -2,7 +2,8 @@
 
 The exporter writes every ONNX node's origin into its `metadata_props` (the FX node's stack trace
 and module scopes) and keeps them through optimization, so the final model alone says which line
-produced which nodes.
+produced which nodes. A line is the innermost line of the user's code in a node's trace (the one
+rule of exporter/locations, as for findings).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import onnx_ir as ir
 
-from onnxlens.exporter.locations import Workspace, frames_from_stack_trace
+from onnxlens.exporter.locations import Workspace, from_stack_trace, primary_frame
 from onnxlens.exporter.types import LineInfo
 
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
@@ -27,8 +28,7 @@ def line_infos(model: ir.Model, workspace: Workspace, full_traces: dict[str, str
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
         scopes = _scopes(node.metadata_props.get(NAME_SCOPES))
         trace = full_traces.get(scopes[-1]) if scopes else None
-        frames = frames_from_stack_trace(trace or node.metadata_props.get(STACK_TRACE))
-        frame = next((f for f in reversed(frames) if workspace.contains(f.file)), None)
+        frame = primary_frame(from_stack_trace(trace or node.metadata_props.get(STACK_TRACE)), workspace)
         if frame is None:
             continue
         key = (os.path.realpath(frame.file), frame.line)

@@ -1,11 +1,12 @@
-"""The export worker's fork server ("zygote"): `python -m onnxlens.exporter.zygote`.
+"""The export worker's fork server ("zygote"): `python -m onnxlens.exporter.worker.zygote`.
 
 Started by the server (server/worker.py) as its own process, never forked from the threaded
 server. It imports torch and the ONNX stack, builds the pipeline's cached tables, runs one tiny
-warm-up export, freezes the heap (gc.freeze: fewer copy-on-write pages in children), and then
-forks one child per job (exporter/child.py). It never runs user code, and computes with ONE
-thread: an OpenMP pool does not survive fork, so a child of a parent that ran a parallel region
-hangs in its first parallel op.
+warm-up export, freezes the heap (gc.freeze: fewer copy-on-write pages in children; warmup.py),
+and then forks one child per job (child.py). The zygote never runs user code and keeps torch at
+ONE thread: an OpenMP pool does not survive fork, so a child of a parent that ran a parallel
+region hangs in its first parallel op. (Library modules finished jobs imported are imported here
+too, never the user's: preload.py.)
 
 It talks to the server with msgpack frames (exporter/protocol.py) over its stdin/stdout, which
 it moves to private descriptors first, so a library printing to stdout cannot corrupt the stream.
@@ -18,13 +19,9 @@ server died or shut down), killing its children first; a child dies with it (PR_
 from __future__ import annotations
 
 import codecs
-import gc
-import importlib
-import importlib.metadata
 import json
 import os
 import selectors
-import shutil
 import signal
 import sys
 import tempfile
@@ -33,11 +30,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from onnxlens.exporter.crashes import crash_result, timeout_result
 from onnxlens.exporter.protocol import (
     INTERNAL_ERROR_STATUS,
-    PRELOAD_DENY_VARIABLE,
-    PRELOAD_VARIABLE,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
@@ -46,117 +40,15 @@ from onnxlens.exporter.protocol import (
     write_frame,
 )
 from onnxlens.exporter.types import ExportResult, TargetSpec
-
-VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
+from onnxlens.exporter.versions import installed_versions
+from onnxlens.exporter.worker.crashes import crash_result, timeout_result
+from onnxlens.exporter.worker.preload import Preloader
+from onnxlens.exporter.worker.warmup import warm_pipeline
 
 OUTPUT_KEPT = 64 * 1024  # tail of a child's output kept for crash messages
 OUTPUT_FORWARDED = 64 * 1024  # output forwarded to the server as log frames, per job
 DUMP_GRACE = 2.0  # seconds a timed-out child gets to write its stack before SIGKILL
 DUMP_POLL = 0.05
-
-
-def package_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    for name in VERSIONED_PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-# Covers the ops most models use (linear, norm, attention, activations, a dynamic batch), so
-# children do not pay the lazy per-op initialisation of torch.export and the decompositions.
-_WARM_UP_MODEL = '''
-import torch
-
-
-class Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(8)
-        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
-        self.linear = torch.nn.Linear(8, 8)
-        self.conv = torch.nn.Conv1d(8, 8, 3, padding=1)
-
-    def forward(self, x):
-        h = self.norm(x)
-        x = x + self.attention(h, h, h, need_weights=False)[0]
-        x = x + torch.nn.functional.gelu(self.linear(x))
-        x = x + self.conv(x.transpose(1, 2)).transpose(1, 2)
-        return torch.relu(x).softmax(-1)
-
-
-def inputs():
-    return (torch.randn(2, 4, 8),)
-
-
-def dynamic_shapes():
-    return ({0: torch.export.Dim("batch", min=1, max=64)},)
-'''
-
-
-def warm_pipeline() -> Any:
-    """Import everything a job needs and run one tiny export, so children start warm."""
-    import torch
-
-    torch.set_num_threads(1)
-    import onnx  # noqa: F401 - imported here so that no child pays for it
-    import onnxruntime  # noqa: F401
-    import onnxscript  # noqa: F401
-    import torch.onnx  # noqa: F401
-
-    from onnxlens.exporter.pipeline import Pipeline
-
-    pipeline = Pipeline()
-    warm_up = getattr(pipeline, "warm_up", None)
-    if callable(warm_up):
-        warm_up()  # the pipeline's own: its tables
-    _warm_up_export(pipeline)  # every stage once, verification and report included
-    _stop_tqdm_monitor()
-    gc.collect()
-    gc.freeze()
-    return pipeline
-
-
-def _stop_tqdm_monitor() -> None:
-    """tqdm (used by libraries during the warm-up) leaves a monitor thread; a thread holding a
-    lock at fork time would leave that lock held forever in the child."""
-    tqdm = sys.modules.get("tqdm")
-    if tqdm is None:
-        return
-    tqdm.tqdm.monitor_interval = 0
-    monitor = getattr(tqdm.tqdm, "monitor", None)
-    if monitor is not None:
-        monitor.exit()
-        monitor.join(timeout=5)
-        tqdm.tqdm.monitor = None
-
-
-def _warm_up_export(pipeline: Any) -> None:
-    """A real export of a tiny model through the pipeline (the first export in a process pays
-    for lazy initialisation). Leaves nothing of the model behind: not a module, not a file."""
-    directory = tempfile.mkdtemp(prefix="onnxlens-warmup-")
-    path_before = list(sys.path)
-    try:
-        with open(os.path.join(directory, "onnxlens_warmup_model.py"), "w") as file:
-            file.write(_WARM_UP_MODEL)
-        spec = TargetSpec(
-            name="warm-up", root=directory, model="onnxlens_warmup_model.py:Tiny",
-            inputs="onnxlens_warmup_model.py:inputs",
-            dynamic_shapes="onnxlens_warmup_model.py:dynamic_shapes",
-            output=os.path.join(directory, "out", "warm-up.onnx"),
-            report=os.path.join(directory, "out", "warm-up.md"),
-        )
-        result = pipeline.run(spec, lambda event: None)
-        if result.status != "ok":
-            print(f"onnxlens: the worker's warm-up export failed: {result.findings}", file=sys.stderr)
-    finally:
-        for name, module in list(sys.modules.items()):
-            if (getattr(module, "__file__", None) or "").startswith(directory):
-                del sys.modules[name]
-        sys.path[:] = path_before
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass
@@ -198,11 +90,7 @@ class Zygote:
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
-        self.preload = os.environ.get(PRELOAD_VARIABLE, "1") != "0"
-        self.preload_deny = set(filter(None, os.environ.get(PRELOAD_DENY_VARIABLE, "").split(",")))
-        self.preload_wanted: set[str] = set()
-        self.preload_failed: set[str] = set()
-        self.retiring = False
+        self.preloader = Preloader()
         self.selector = selectors.DefaultSelector()
         self.wakeup_r, self.wakeup_w = os.pipe()
         os.set_blocking(self.wakeup_r, False)
@@ -222,7 +110,7 @@ class Zygote:
                 key.data(key.fd)
             self._check_timers()
             self._reap()
-            if self.preload_wanted and not self.jobs and not self.closing:
+            if self.preloader.wanted and not self.jobs and not self.closing:
                 self._preload()
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -283,7 +171,7 @@ class Zygote:
         return fds
 
     def _start_job(self, message: dict[str, Any]) -> None:
-        if self.preload_wanted:
+        if self.preloader.wanted:
             # Before forking: this job then finds the libraries loaded. (Jobs still running
             # wait for their frames to be relayed meanwhile; their deadlines are not moved.)
             self._preload()
@@ -295,7 +183,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:  # the child
             try:
-                from onnxlens.exporter.child import run_child
+                from onnxlens.exporter.worker.child import run_child
 
                 run_child(self.pipeline, message, events_fd=events_w, output_fd=output_w,
                           dump_fd=dump.fileno(), zygote_pid=os.getppid(), zygote_fds=zygote_fds,
@@ -318,12 +206,17 @@ class Zygote:
         self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
         self._send({"type": "started", "id": job.id, "pid": pid})
 
+    def _read_pipe(self, job: Job, name: str) -> bytes | None:
+        """What the job's pipe `name` has now: None when nothing is there yet, or at its end
+        (then it is closed)."""
+        data = _read_some(getattr(job, name))
+        if data == b"":
+            self._close_pipe(job, name)
+        return data or None
+
     def _on_events(self, job: Job) -> bool:
-        data = _read_some(job.events_fd)
+        data = self._read_pipe(job, "events_fd")
         if data is None:
-            return False
-        if not data:
-            self._close_pipe(job, "events_fd")
             return False
         try:
             messages = job.frames.feed(data)
@@ -352,11 +245,8 @@ class Zygote:
         return True
 
     def _on_output(self, job: Job) -> bool:
-        data = _read_some(job.output_fd)
+        data = self._read_pipe(job, "output_fd")
         if data is None:
-            return False
-        if not data:
-            self._close_pipe(job, "output_fd")
             return False
         job.output_tail = (job.output_tail + data)[-OUTPUT_KEPT:]
         if job.forwarded < OUTPUT_FORWARDED and not job.cancelled:
@@ -428,48 +318,12 @@ class Zygote:
                     self._kill(job)
                 job.dump_size_seen = size
 
-    # ---- library preloading -------------------------------------------------------------
+    # ---- library preloading (preload.py) -------------------------------------------------
 
     def _preload(self) -> None:
-        """Import, here, the library modules (site-packages only: never the user's code) that
-        finished jobs imported, so later children find them loaded: a transformers model's
-        job then skips seconds of imports. Runs when the zygote is idle or about to fork.
-
-        A library that starts a thread on import makes this process unsafe to fork (a lock held
-        by that thread at fork time stays held in the child): then we ask to be replaced."""
-        names = sorted(n for n in self.preload_wanted
-                       if n not in sys.modules and n not in self.preload_failed
-                       and n.partition(".")[0] not in self.preload_deny)
-        self.preload_wanted.clear()
-        if not names:
-            return
-        started = time.perf_counter()
-        threads = _thread_count()
-        loaded = 0
-        for name in names:
-            if name in sys.modules:
-                continue  # imported by an earlier one
-            try:
-                importlib.import_module(name)
-                loaded += 1
-            except BaseException as error:  # noqa: BLE001 - a module that fails here is just not preloaded
-                if isinstance(error, KeyboardInterrupt):
-                    raise
-                self.preload_failed.add(name)  # not again
-                continue
-            if _thread_count() > threads:
-                _stop_tqdm_monitor()
-            if _thread_count() > threads:
-                package = name.partition(".")[0]
-                print(f"onnxlens worker: importing {name} started a thread; this worker retires",
-                      file=sys.stderr)
-                self.retiring = True
-                self._send({"type": "retire", "deny": package,
-                            "reason": f"importing {name} started a thread"})
-                return
-        gc.collect()
-        gc.freeze()
-        self._send({"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started})
+        message = self.preloader.run()
+        if message is not None:
+            self._send(message)
 
     # ---- ends of children ----------------------------------------------------------------
 
@@ -517,8 +371,7 @@ class Zygote:
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})
         job.dump.close()
-        if self.preload and not self.retiring:
-            self.preload_wanted.update(job.imports)
+        self.preloader.want(job.imports)
         del self.jobs[job.id]
         self._send({"type": "exited", "id": job.id, "status": status,
                     "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss})
@@ -534,10 +387,6 @@ def _read_some(fd: int | None) -> bytes | None:
         return None
     except OSError:
         return b""
-
-
-def _thread_count() -> int:
-    return len(os.listdir("/proc/self/task"))
 
 
 def _read_file(file: IO[bytes], offset: int) -> str:
@@ -581,7 +430,7 @@ def main() -> int:
             f"the export worker ({sys.executable}) could not load torch and the ONNX exporter: "
             f"{type(error).__name__}: {error}")})
         return 1
-    write_frame(replies_fd, {"type": "ready", "versions": package_versions(),
+    write_frame(replies_fd, {"type": "ready", "versions": installed_versions(),
                              "seconds": time.perf_counter() - started})
     Zygote(pipeline, requests_fd, replies_fd, user_env).serve()
     return 0

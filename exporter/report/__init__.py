@@ -1,10 +1,11 @@
 """The markdown export report, written for every export, success or failure.
 
-One stable path per target (spec.report), replaced atomically, so an editor tab showing it
-never sees half a file. Our findings come first (code, severity, file:line, message, the source
-lines around it, the call chain), then torch's own report sections (exported program,
-analysis, decomposition comparison) built with torch.onnx's report helpers, then the
-verification. Each section copes with missing inputs: an import failure has no program.
+One stable path per target (spec.report), replaced atomically (exporter/atomic.py: readable like
+the .onnx), so an editor tab showing it never sees half a file. Our findings come first (code,
+severity, file:line, message, the source lines around it, the call chain), then the
+verification, then torch's own report sections (exported program, analysis, decomposition
+comparison; torch_sections.py) built with torch.onnx's report helpers. Each section copes with
+missing inputs: an import failure has no program; a section that fails to build says so.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 import datetime
 import linecache
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from onnxlens.exporter.types import STAGES, ExportResult, Finding, TargetSpec
+from onnxlens.exporter import atomic
+from onnxlens.exporter.types import STAGES, ExportResult, Finding, TargetSpec, VerificationSummary
 
 EXCERPT_CONTEXT = 2  # source lines shown before and after a finding's line
 
@@ -39,25 +40,11 @@ def write_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs | 
     Our findings first (each with file:line, code and source excerpt), then the torch report
     sections (exported program, analysis, decomposition comparison, verification).
     """
-    text = render_report(spec, result, inputs or ReportInputs())
-    path = os.path.abspath(spec.report)
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        # errors="replace": a message may carry surrogate-escaped bytes of a non-UTF-8 path.
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic.write_text(spec.report, render_report(spec, result, inputs or ReportInputs()))
 
 
 def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) -> str:
-    from onnxlens.exporter import report_torch
+    from onnxlens.exporter.report import torch_sections
 
     decomposed = inputs.decomposed_program
     if decomposed is None and inputs.onnx_program is not None:
@@ -69,17 +56,17 @@ def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) 
     parts.append(_section(f"Findings ({len(result.findings)})", lambda: _findings(spec, result)))
     parts.append(_section("Verification", lambda: _verification(result.verification),
                           missing="Not run (verification is off, or the export stopped before it)."))
-    parts.append(_section("Error", lambda: report_torch.traceback_section(inputs.error),
+    parts.append(_section("Error", lambda: torch_sections.traceback_section(inputs.error),
                           missing=None))
-    parts.append(_section("Exported program", lambda: report_torch.exported_program_section(
+    parts.append(_section("Exported program", lambda: torch_sections.exported_program_section(
         program, decomposed=decomposed is not None, dump_path=result.exported_program),
         missing="Not available: the export stopped before torch.export captured a program."))
-    parts.append(_section("Analysis", lambda: report_torch.analysis_section(program, inputs.registry),
+    parts.append(_section("Analysis", lambda: torch_sections.analysis_section(program, inputs.registry),
                           missing="Not available: no exported program."))
-    parts.append(_section("Decomposition comparison", lambda: report_torch.decomposition_section(
+    parts.append(_section("Decomposition comparison", lambda: torch_sections.decomposition_section(
         inputs.exported_program, decomposed),
         missing="Not available: needs both the captured and the decomposed program."))
-    parts.append(_section("ONNX model", lambda: report_torch.onnx_model_section(inputs.onnx_program),
+    parts.append(_section("ONNX model", lambda: torch_sections.onnx_model_section(inputs.onnx_program),
                           missing="Not available: no ONNX model was built."))
     return "\n".join(p for p in parts if p)
 
@@ -210,47 +197,43 @@ def _excerpt(file: str, line: int, column: int, end_line: int | None, end_column
     return f"{fence}python\n{body}\n{fence}"
 
 
-def _verification(summary: dict[str, Any] | None) -> str | None:
-    if not summary:
+def _verification(summary: VerificationSummary | None) -> str | None:
+    if summary is None:
         return None
-    passed = summary.get("passed")
     lines = [
-        f"- Result: **{'passed' if passed else 'FAILED'}** "
-        f"(onnxruntime vs torch on the example inputs; "
-        f"rtol={summary.get('rtol', '?')}, atol={summary.get('atol', '?')})",
-        f"- Max abs diff: {_number(summary.get('max_abs_diff'))}, "
-        f"max rel diff: {_number(summary.get('max_rel_diff'))}",
+        f"- Result: **{'passed' if summary.passed else 'FAILED'}** "
+        f"(onnxruntime vs torch on the example inputs; rtol={summary.rtol}, atol={summary.atol})",
+        f"- Max abs diff: {_number(summary.max_abs_diff)}, max rel diff: {_number(summary.max_rel_diff)}",
     ]
-    if "error" in summary:
-        lines.append(f"- Error: {summary['error']}")
-    if "note" in summary:
-        lines.append(f"- Note: {summary['note']}")
-    if "localisation_error" in summary:
-        lines.append(f"- The first diverging value could not be searched: {summary['localisation_error']}")
-    first = summary.get("first_mismatch")
-    if first:
-        module = f" in module `{first['module']}`" if first.get("module") else ""
-        onnx_op = f" -> ONNX `{first['onnx_op']}`" if first.get("onnx_op") else ""
+    if summary.error is not None:
+        lines.append(f"- Error: {summary.error}")
+    if summary.note is not None:
+        lines.append(f"- Note: {summary.note}")
+    if summary.localisation_error is not None:
+        lines.append(f"- The first diverging value could not be searched: {summary.localisation_error}")
+    first = summary.first_mismatch
+    if first is not None:
+        module = f" in module `{first.module}`" if first.module else ""
+        onnx_op = f" -> ONNX `{first.onnx_op}`" if first.onnx_op else ""
+        compared = summary.intermediates_compared if summary.intermediates_compared is not None else "?"
         lines.append(
-            f"- First value past tolerance: FX node `{first.get('node')}` (`{first.get('target')}`)"
-            f"{onnx_op}{module}: max abs diff {_number(first.get('max_abs_diff'))}, "
-            f"max rel diff {_number(first.get('max_rel_diff'))} "
-            f"({summary.get('intermediates_compared', '?')} intermediate values compared)")
-    if "seconds" in summary:
-        localisation = summary.get("localisation_seconds")
-        lines.append(f"- Time: {summary['seconds']:.3f} s" + (
+            f"- First value past tolerance: FX node `{first.node}` (`{first.target}`)"
+            f"{onnx_op}{module}: max abs diff {_number(first.max_abs_diff)}, "
+            f"max rel diff {_number(first.max_rel_diff)} ({compared} intermediate values compared)")
+    if summary.seconds is not None:
+        localisation = summary.localisation_seconds
+        lines.append(f"- Time: {summary.seconds:.3f} s" + (
             f" (of which {localisation:.3f} s finding the first diverging value with one "
             f"onnxruntime session)" if localisation is not None else ""))
-    outputs = summary.get("outputs") or []
-    if outputs:
+    if summary.outputs:
         lines += ["", "| output | dtype | shape | max abs diff | max rel diff | result |",
                   "|---|---|---|---|---|---|"]
-        for o in outputs:
-            result = ("ok" if o.get("passed") else "differs") if o.get("compared") else "not compared"
-            if o.get("note"):
-                result += f" ({o['note']})"
-            lines.append(f"| `{o.get('name')}` | {o.get('dtype', '')} | {o.get('shape', '')} | "
-                         f"{_number(o.get('max_abs_diff'))} | {_number(o.get('max_rel_diff'))} | {result} |")
+        for o in summary.outputs:
+            result = ("ok" if o.passed else "differs") if o.compared else "not compared"
+            if o.note:
+                result += f" ({o.note})"
+            lines.append(f"| `{o.name}` | {o.dtype} | {o.shape} | "
+                         f"{_number(o.max_abs_diff)} | {_number(o.max_rel_diff)} | {result} |")
     return "\n".join(lines) + "\n"
 
 

@@ -6,9 +6,10 @@ blamed on forward's call of the helper, and the helper's line gets no hover eith
 every function of the workspace files as an anchor while capturing keeps the helper frames.
 
 The stack traces end up in the ONNX model's metadata, which must stay byte-identical to the
-public API's. So after decomposition each node's trace is put back to the stock form (the extra
-frames removed) and the full one is kept in `node.meta[FULL_TRACE]` for our own use (findings,
-line info). Strict (dynamo) capture records helper frames by itself: nothing to restore there.
+public API's: the stack_trace that reaches translation is the stock one. So after decomposition
+each node's trace is put back to the stock form (the extra frames removed) and the full one is
+kept in `node.meta[FULL_TRACE]` for our own use (findings, line info). Strict (dynamo) capture
+records helper frames by itself: nothing to restore there.
 """
 
 from __future__ import annotations
@@ -58,11 +59,7 @@ def restore_stock_traces(program: Any, added: set[tuple[str, str]]) -> None:
     """Give every node the stack trace stock capture would have recorded; keep ours aside."""
     if not added:
         return
-    import torch
-
-    for module in program.graph_module.modules():
-        if not isinstance(module, torch.fx.GraphModule):
-            continue
+    for module in graph_modules(program):
         for node in module.graph.nodes:
             trace = node.meta.get("stack_trace")
             if not trace:
@@ -97,6 +94,25 @@ def stock_trace(trace: str, added: set[tuple[str, str]]) -> str:
 
 def full_stack_trace(node: Any) -> str | None:
     return node.meta.get(FULL_TRACE) or node.meta.get("stack_trace")
+
+
+def full_traces(program: Any) -> dict[str, str]:
+    """FX node name -> its trace with helper frames, for the nodes whose stock trace lacks them."""
+    traces: dict[str, str] = {}
+    for module in graph_modules(program):
+        for node in module.graph.nodes:
+            if FULL_TRACE in node.meta:
+                traces.setdefault(node.name, node.meta[FULL_TRACE])
+    return traces
+
+
+def graph_modules(program: Any) -> Iterator[Any]:
+    """The program's graph and its subgraphs (torch.cond / while_loop bodies), as GraphModules."""
+    import torch
+
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            yield module
 
 
 def _code_objects(code) -> Iterator[Any]:

@@ -1,0 +1,30 @@
+"""Source locations: which frames are the user's, and where on a line the culprit is.
+
+The one place that decides where a finding lands. Every finding kind goes through it:
+unsupported ops, capture failures, errors that name a node, verification mismatches, crashes
+and timeouts, import and setup errors, and the hover/lens lines.
+
+    files.py    the rule: a file is the user's (the workspace), a library's (transformers ...:
+                shown in the chain) or torch's own (never shown); `Workspace`, `classify`
+    frames.py   `Frame`, and one parser per source of frames (FX stack traces, Python
+                tracebacks, faulthandler dumps, draft_export's user stacks)
+    columns.py  byte offsets -> character columns; the call of an op or a module on a line
+    place.py    `locate`: the primary location and the related chain (`Place`)
+    nodes.py    an FX node's place named by module path (verification mismatches)
+
+Torch-free (plain text and ast): unit tests run it on recorded stack traces.
+"""
+
+from onnxlens.exporter.locations.columns import call_names_for_op, character_column, find_call, source_line
+from onnxlens.exporter.locations.files import Origin, Workspace, classify, is_user_code
+from onnxlens.exporter.locations.frames import (Frame, from_faulthandler, from_stack_trace, from_traceback,
+                                                from_user_stack)
+from onnxlens.exporter.locations.nodes import locate_node, module_stack, normalize_module_path
+from onnxlens.exporter.locations.place import Place, locate, primary_frame
+
+__all__ = [
+    "Frame", "Origin", "Place", "Workspace", "call_names_for_op", "character_column", "classify",
+    "find_call", "from_faulthandler", "from_stack_trace", "from_traceback", "from_user_stack",
+    "is_user_code", "locate", "locate_node", "module_stack", "normalize_module_path", "primary_frame",
+    "source_line",
+]

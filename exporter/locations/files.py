@@ -1,0 +1,159 @@
+"""The one rule for whose code a file is: the user's, a library's, or torch's own.
+
+Every finding kind (unsupported ops, capture failures, errors that name a node, verification
+mismatches, crashes and timeouts, import/setup errors) and the hover/lens lines decide with
+`classify`:
+
+* `Origin.INTERNAL`: torch and the ONNX stack (torch, functorch, onnx, onnxscript, onnx_ir,
+  onnxruntime, installed in site-packages/dist-packages), Python's standard library, onnxlens
+  itself, and code without a file (`<string>`, `<frozen ...>`, `<eval_with_key>`). torch's
+  tracing machinery (dynamo, fx, export, nn.Module's call wrapper) is part of it. Noise in a
+  user's call chain: never shown.
+* `Origin.USER`: a file of the workspace (`Workspace.contains`: under the root, not in a
+  vendored or virtual-environment directory, not in the output directory). The primary location
+  of a finding is always the innermost such frame when there is one.
+* `Origin.LIBRARY`: everything else, which is third-party code such as transformers (or a file
+  outside the workspace): part of the user-relevant chain, shown as related locations.
+
+Without a workspace (verification called without a root), the user's files are those outside
+installed packages and Python's own.
+
+Torch-free: plain paths.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+from onnxlens.exporter.types import TargetSpec
+
+# Directory names that mark third-party code even when it sits inside the workspace.
+VENDOR_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "node_modules",
+                         "__pypackages__", ".git"})
+
+# Installed packages whose frames are torch's side of the export, not the model's.
+INTERNAL_PACKAGES = frozenset({"torch", "functorch", "onnx", "onnxscript", "onnx_ir", "onnxruntime"})
+
+# torch's own tracing machinery: dynamo, fx, export and nn.Module's call wrapper. Internal like
+# the rest of torch; a mismatch drops them before it looks for a line at all (see nodes.py).
+_MACHINERY = tuple(os.sep + os.path.join(*parts) for parts in (
+    ("torch", "_dynamo", ""), ("torch", "fx", ""), ("torch", "export", ""), ("torch", "_export", ""),
+    ("torch", "_higher_order_ops", ""), ("torch", "utils", "_contextlib.py"),
+    ("torch", "nn", "modules", "module.py"),
+))
+
+# onnxlens's own source (exporter/ and its sibling server/).
+_EXPORTER_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+_OWN_DIRS = tuple(directory.replace("\\", "/") + "/" for directory in (
+    _EXPORTER_DIR, os.path.join(os.path.dirname(_EXPORTER_DIR), "server")))
+
+
+class Origin(enum.Enum):
+    USER = "user"
+    LIBRARY = "library"
+    INTERNAL = "internal"
+
+
+class Workspace:
+    """Decides whether a file is the user's: under the root, not vendored, not our output."""
+
+    def __init__(self, root: str, output_dir: str | None = None) -> None:
+        self.root = os.path.realpath(root)
+        self.output_dir = os.path.realpath(output_dir) if output_dir else None
+        self._cache: dict[str, bool] = {}
+        # Resolving symlinks costs a few syscalls a path; thousands of loaded modules are checked
+        # per job, and nearly all of them are textually outside the root.
+        self._prefixes = tuple({os.path.abspath(root).rstrip(os.sep) + os.sep, self.root.rstrip(os.sep) + os.sep})
+
+    @classmethod
+    def of(cls, spec: TargetSpec) -> Workspace:
+        """The workspace of a target: its root, minus the directory its .onnx goes to."""
+        return cls(spec.root, os.path.dirname(os.path.abspath(spec.output)))
+
+    def contains(self, path: str | None) -> bool:
+        if not path or path.startswith("<"):
+            return False
+        known = self._cache.get(path)
+        if known is not None:
+            return known
+        if not os.path.abspath(path).startswith(self._prefixes):
+            self._cache[path] = False
+            return False
+        real = os.path.realpath(path)
+        inside = _is_under(real, self.root) and not (
+            self.output_dir and _is_under(real, self.output_dir)
+        )
+        if inside:
+            relative = Path(os.path.relpath(real, self.root))
+            inside = not any(part in VENDOR_DIRS for part in relative.parts[:-1])
+            if inside:
+                # A virtual environment under any name: a pyvenv.cfg above the file.
+                inside = not any((Path(self.root) / Path(*relative.parts[:i]) / "pyvenv.cfg").exists()
+                                 for i in range(1, len(relative.parts)))
+        self._cache[path] = inside
+        return inside
+
+
+def classify(path: str | None, workspace: Workspace | None) -> Origin:
+    """Whose code `path` is (see the module docstring)."""
+    if is_internal(path):
+        return Origin.INTERNAL
+    if workspace is None:
+        return Origin.LIBRARY if _is_installed(path) else Origin.USER
+    return Origin.USER if workspace.contains(path) else Origin.LIBRARY
+
+
+def is_user_code(path: str | None, workspace: Workspace | None) -> bool:
+    return classify(path, workspace) is Origin.USER
+
+
+@functools.lru_cache(maxsize=4096)
+def is_internal(path: str | None) -> bool:
+    """torch, the ONNX stack, Python itself, onnxlens, or code without a file."""
+    if not path or path.startswith("<"):
+        return True
+    normalized = path.replace("\\", "/")
+    if normalized.startswith(_OWN_DIRS) or os.path.realpath(path).replace("\\", "/").startswith(_OWN_DIRS):
+        return True
+    for marker in ("/site-packages/", "/dist-packages/"):
+        if marker in normalized:
+            return normalized.split(marker, 1)[1].split("/", 1)[0] in INTERNAL_PACKAGES
+    return "/lib/python3" in normalized or os.path.realpath(path).startswith(_stdlib_dirs())
+
+
+def is_tracing_machinery(path: str) -> bool:
+    """A frame of torch's tracing machinery (dynamo, fx, export, nn.Module.__call__)."""
+    return any(part in path for part in _MACHINERY)
+
+
+def _is_under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+@functools.lru_cache(maxsize=1)
+def _stdlib_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(sorted({os.path.realpath(paths[key]) + os.sep for key in ("stdlib", "platstdlib") if paths.get(key)}))
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_dirs() -> tuple[str, ...]:
+    """Where installed packages and the standard library live, for this interpreter."""
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[key]) + os.sep
+            for key in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(key)}
+    dirs |= {os.path.realpath(os.path.join(prefix, "lib")) + os.sep
+             for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return tuple(sorted(dirs))
+
+
+def _is_installed(path: str) -> bool:
+    real = os.path.realpath(path)
+    if f"{os.sep}site-packages{os.sep}" in real or f"{os.sep}dist-packages{os.sep}" in real:
+        return True
+    return real.startswith(_installed_dirs())

@@ -1,0 +1,130 @@
+"""The export pipeline: load -> capture -> decompose -> scan -> translate -> check -> verify -> save.
+
+One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
+benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
+(tables.py); each run builds a private registry copy with the target's custom translations.
+Each stage is one module with a `run(job)` over the typed `Job` (job.py).
+
+The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True, ...)` step by
+step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
+version conversion, optimize, renames, save with external data), so the files are
+byte-identical to the public API's; what differs is what happens on failure: every problem is
+reported, on the user's line, and nothing is written.
+
+Never raises: our own bugs become findings of the stage they happened in (errors.py). This
+layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Callable, Iterator, NamedTuple
+
+import onnxlens.exporter.pipeline.capture as capture
+import onnxlens.exporter.pipeline.check as check
+import onnxlens.exporter.pipeline.decompose as decompose
+import onnxlens.exporter.pipeline.load as load
+import onnxlens.exporter.pipeline.save as save
+import onnxlens.exporter.pipeline.scan as scan
+import onnxlens.exporter.pipeline.translate as translate
+import onnxlens.exporter.pipeline.verify as verify
+from onnxlens.exporter.pipeline.errors import internal_finding
+from onnxlens.exporter.pipeline.job import Job, Stop
+from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
+from onnxlens.exporter.types import EventSink, ExportResult, ProgressEvent, TargetSpec
+
+
+class Stage(NamedTuple):
+    name: str
+    run: Callable[[Job], None]
+    exporting: bool  # runs with torch.onnx.is_in_onnx_export() true, as `_core.export` does
+
+
+STAGE_ORDER = (
+    Stage("load", load.run, False),
+    Stage("capture", capture.run, True),
+    Stage("decompose", decompose.run, True),
+    Stage("scan", scan.run, True),
+    Stage("translate", translate.run, True),
+    Stage("check", check.run, False),
+    Stage("verify", verify.run, False),
+    Stage("save", save.run, False),
+)
+
+
+def _ignore(event: ProgressEvent) -> None:
+    pass
+
+
+class Pipeline:
+    def __init__(self) -> None:
+        self.tables = Tables()
+
+    def warm_up(self) -> None:
+        """One tiny export in memory: builds the tables and pays torch's lazy first-export costs."""
+        import torch
+
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+        registry = self.tables.registry(DEFAULT_OPSET)
+        program = torch.export.export(model, (torch.randn(2, 4),), strict=False)
+        decomposed = decompose.decompose(program, self.tables.decompositions(registry))
+        onnx_program = translate.translate(decomposed, registry, DEFAULT_OPSET)
+        onnx_program.model_proto.SerializeToString()
+        # Translating imported modules that define op namespaces (torch.ops._dir grew): build the
+        # tables for the namespaces jobs will see, or every forked child would rebuild them.
+        self.tables.decompositions(registry)
+
+    def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
+        start = time.perf_counter()
+        job = Job(spec, self.tables, on_event)
+        try:
+            for stage in STAGE_ORDER:
+                with job.running(stage.name), _onnx_exporting(stage.exporting):
+                    stage.run(job)
+        except Stop:
+            pass
+        except BaseException as error:  # noqa: BLE001 - our own bugs become findings, never tracebacks
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            job.error = error
+            job.result.findings.append(internal_finding(job, error))
+        finally:
+            result = job.result
+            if job.loader is not None:
+                result.closure = job.loader.closure()
+            if any(f.severity == "error" for f in result.findings):
+                result.status = "failed"
+                result.onnx = None
+            # Before the report, which shows it; the report itself takes milliseconds.
+            result.seconds = time.perf_counter() - start
+            _write_report(job)
+        return result
+
+
+@contextlib.contextmanager
+def _onnx_exporting(exporting: bool) -> Iterator[None]:
+    """As `_core.export` does: user code may ask torch.onnx.is_in_onnx_export()."""
+    if not exporting:
+        yield
+        return
+    from torch.onnx._internal.exporter import _flags
+
+    _flags._is_onnx_exporting = True
+    try:
+        yield
+    finally:
+        _flags._is_onnx_exporting = False
+
+
+def _write_report(job: Job) -> None:
+    try:
+        from onnxlens.exporter.report import ReportInputs, write_report
+
+        inputs = ReportInputs(exported_program=job.program, decomposed_program=job.decomposed,
+                              onnx_program=job.onnx_program, registry=job.registry, error=job.error,
+                              model=job.target.model if job.target else None)
+        job.result.report = write_report(job.spec, job.result, inputs)
+    except Exception as error:  # noqa: BLE001 - the report is secondary to the findings
+        job.result.report = None
+        job.log(f"could not write the export report: {type(error).__name__}: {error}")

@@ -1,0 +1,92 @@
+"""One export job: the target, what each stage produced so far, and the result being built.
+
+Stages read what earlier stages left on the `Job` and add their own (load: the target and the
+registry; capture: the program; decompose; translate: the ONNX program). A stage that produced
+error findings ends the pipeline with `job.fail(...)` (the report is still written). Progress
+goes to the job's sink as typed events (exporter/types.py); the worker turns them into wire
+dicts, in-process callers take them as they are. This layer knows nothing about LSP.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator, NoReturn
+
+from onnxlens.exporter.locations import Workspace
+from onnxlens.exporter.types import (EventSink, ExportResult, Finding, Location, LogEvent, ProgressEvent, StageEvent,
+                                     TargetSpec)
+
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+    from torch.onnx import ONNXProgram
+    from torch.onnx._internal.exporter._registration import ONNXRegistry
+
+    from onnxlens.exporter.pipeline.loader import LoadedTarget, Loader
+    from onnxlens.exporter.pipeline.tables import Tables
+
+
+class Stop(Exception):
+    """A stage produced error findings: the pipeline ends here (the report is still written)."""
+
+
+@dataclass(eq=False)
+class Job:
+    spec: TargetSpec
+    tables: Tables  # the pipeline's, shared by every job of the process
+    on_event: EventSink
+    result: ExportResult = field(init=False)
+    workspace: Workspace = field(init=False)
+    stage: str = "load"  # the running stage
+    error: BaseException | None = None  # the exception that stopped the pipeline, for the report
+    # load
+    loader: Loader | None = None
+    target: LoadedTarget | None = None
+    registry: ONNXRegistry | None = None  # a private copy: custom translations go there
+    custom_key: tuple[str, ...] = ()  # which ops the custom translations cover (tables.custom_table_key)
+    opset: int = 0
+    raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes
+    need_axis_mapping: bool = False
+    shapes_location: Location | None = None  # the dynamic-shapes factory's definition
+    # capture
+    program: ExportedProgram | None = None
+    anchors: set[tuple[str, str]] = field(default_factory=set)  # helper-frame anchors (stacks.py)
+    # decompose, translate
+    decomposed: ExportedProgram | None = None
+    onnx_program: ONNXProgram | None = None
+
+    def __post_init__(self) -> None:
+        self.result = ExportResult(target=self.spec.name, status="failed")
+        self.workspace = Workspace.of(self.spec)
+
+    @property
+    def fallback(self) -> Location | None:
+        """Where a finding without a line of the user's code goes: the model's definition."""
+        return self.result.model_location
+
+    def emit(self, event: ProgressEvent) -> None:
+        try:
+            self.on_event(event)
+        except Exception:  # noqa: BLE001 - a broken listener must not break the export
+            pass
+
+    def log(self, text: str) -> None:
+        self.emit(LogEvent(text))
+
+    def fail(self, findings: list[Finding]) -> NoReturn:
+        self.result.findings.extend(findings)
+        raise Stop()
+
+    @contextlib.contextmanager
+    def running(self, stage: str) -> Iterator[None]:
+        """A stage: its begin and end events (end even when it fails) and its time."""
+        self.stage = stage
+        self.emit(StageEvent(stage, "begin"))
+        begin = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - begin
+            self.result.stages[stage] = seconds
+            self.emit(StageEvent(stage, "end", seconds))

@@ -1,0 +1,61 @@
+"""The load stage: the target's code imported fresh, its factories called, its registry built.
+
+The imports and their findings are loader.py's; this stage puts the pieces on the job: the
+model, the inputs (args/kwargs as the public API takes them), the dynamic shapes, the opset and a
+private registry with the target's custom translations.
+"""
+
+from __future__ import annotations
+
+from onnxlens.exporter import references
+import onnxlens.exporter.pipeline.loader as loading
+from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
+from onnxlens.exporter.types import Finding
+
+
+def run(job: Job) -> None:
+    import torch
+    from torch.onnx._internal.exporter import _dynamic_shapes
+
+    spec = job.spec
+    loading.forget_workspace_modules(job.workspace)
+    job.loader = loader = loading.Loader(spec.root, job.workspace)
+    try:
+        model_factory = loader.resolve(spec.model, "model")
+        job.result.model_location = loading.definition_location(model_factory)
+        inputs_factory = loader.resolve(spec.inputs, "inputs")
+        shapes_factory = loader.resolve(spec.dynamic_shapes, "dynamic-shapes") if spec.dynamic_shapes else None
+        custom = loader.resolve(spec.custom_translations, "custom-translations") if spec.custom_translations else None
+        model = loader.call_factory(model_factory, "model")
+        args, kwargs = loading.split_inputs(loader.call_factory(inputs_factory, "inputs"))
+        dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
+        job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
+        if callable(custom) and not isinstance(custom, dict):  # a function building the table
+            custom = loader.call_factory(custom, "custom-translations")
+    except loading.LoadError as error:
+        job.error = error.cause
+        if error.finding.location is None:
+            error.finding.location = job.fallback
+        job.fail([error.finding])
+    if not isinstance(model, torch.nn.Module):
+        job.fail([Finding(code="setup", stage="load", location=job.fallback,
+                          message=f"the model factory {spec.model} returned {type(model).__name__}, not a torch.nn.Module")])
+    problems = validate_custom_table(custom) if custom is not None else []
+    if problems:
+        location = references.definition_location(spec.root, spec.custom_translations)
+        job.fail([Finding(code="setup", stage="load", location=location,
+                          message=f"custom-translations {spec.custom_translations}: " + "; ".join(problems))])
+    if getattr(model, "training", False):
+        job.log(f"{spec.name}: the model is in training mode; call model.eval() in the factory "
+                "unless that is intended (dropout and batch norm export differently)")
+    # As the public API: a trailing dict in args is the kwargs.
+    if not kwargs and args and isinstance(args[-1], dict):
+        args, kwargs = args[:-1], args[-1]
+    job.raw_dynamic_shapes = dynamic_shapes  # string dims name the ONNX axes after export
+    dynamic_shapes, job.need_axis_mapping = _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)
+    job.target = loading.LoadedTarget(model=model, args=args, kwargs=kwargs or {},
+                                      dynamic_shapes=dynamic_shapes, custom_translations=custom)
+    job.opset = spec.opset if spec.opset is not None else DEFAULT_OPSET
+    job.custom_key = custom_table_key(custom)
+    job.registry = job.tables.registry(job.opset, custom)

@@ -1,0 +1,52 @@
+"""The save stage: the .onnx (and its .onnx.data) written atomically, only when nothing failed.
+
+The .onnx is saved exactly as `torch.onnx.export(..., f=path, dynamo=True)` saves it (weights in
+`<name>.onnx.data` next to it), so the files are byte-identical to the public API's. The
+external data file's name is written into the model, so the model is saved under its final
+name in a private staging directory next to the destination (the rules of exporter/atomic.py:
+`.<name>.*.tmp`, leftovers of killed writers removed), then each file is renamed into place (the
+data file first: the new .onnx never points at old weights). A failed export touches nothing,
+so the last good .onnx survives. The files get the mode a plain `open()` gives them
+(atomic.FILE_MODE: 0644 under the usual umask), as the public API's do.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from onnxlens.exporter import atomic
+from onnxlens.exporter.pipeline.job import Job
+
+
+def run(job: Job) -> None:
+    if any(f.severity == "error" for f in job.result.findings):
+        return
+    save_onnx(job.onnx_program, job.spec.output)
+    job.result.onnx = job.spec.output
+    job.result.status = "ok"
+
+
+def save_onnx(onnx_program: Any, destination: str) -> list[str]:
+    """Save like the public API (external data) atomically; returns the files written."""
+    directory = os.path.dirname(os.path.abspath(destination)) or "."
+    os.makedirs(directory, exist_ok=True)
+    name = os.path.basename(destination)
+    staging = tempfile.mkdtemp(prefix=atomic.staging_prefix(name), suffix=".tmp", dir=directory)
+    try:
+        onnx_program.save(os.path.join(staging, name), include_initializers=True,
+                          keep_initializers_as_inputs=False, external_data=True)
+        written = sorted(os.listdir(staging), key=lambda f: f == name)  # the .onnx last
+        for file in written:
+            os.replace(os.path.join(staging, file), os.path.join(directory, file))
+        if f"{name}.data" not in written:
+            # A model without weights has no data file: drop a stale one from an older export.
+            stale = os.path.join(directory, f"{name}.data")
+            if os.path.exists(stale):
+                os.remove(stale)
+        atomic.remove_stale_staging(directory, name, keep=staging)
+        return [os.path.join(directory, file) for file in written]
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,127 @@
+"""The first value in the graph past tolerance, found with ONE onnxruntime session.
+
+Every FX-named ONNX value is added as an extra graph output and fetched in one run; one
+torch.fx.Interpreter run over the exported program compares each FX node's value with its ONNX
+counterpart as it is computed and stops at the first past tolerance.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# The exporter records each ONNX node's FX node as "%name : ..." in this metadata entry.
+FX_NODE_META = "pkg.torch.onnx.fx_node"
+FX_NODE_NAME = re.compile(r"^%(\S+) :")
+
+
+@dataclass
+class Candidate:
+    """An FX node whose value the ONNX graph computes under a name we can fetch."""
+
+    node: Any  # torch.fx.Node
+    value: Any  # onnx_ir.Value
+    fetch_name: str
+
+
+@dataclass
+class Divergence:
+    node: Any
+    value: Any
+    comparison: Any  # compare.Comparison
+    is_output: bool = False
+    output_name: str = ""
+
+
+def candidates(program: Any, model: Any) -> list[Candidate]:
+    """FX call_function nodes (in topological order) with an ONNX value to fetch."""
+    by_name: dict[str, Any] = {}
+    by_meta: dict[str, Any] = {}
+    for onnx_node in model.graph:
+        for value in onnx_node.outputs:
+            if value.name:
+                by_name[value.name] = value
+        match = FX_NODE_META in onnx_node.metadata_props and FX_NODE_NAME.match(
+            onnx_node.metadata_props[FX_NODE_META])
+        if match and onnx_node.outputs:
+            # The last ONNX node translated from an FX node produces its value (used when
+            # an optimisation renamed it).
+            by_meta[match.group(1)] = onnx_node.outputs[0]
+    skip = {v.name for v in model.graph.inputs} | set(model.graph.initializers)
+    found = []
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        value = by_name.get(node.name) or by_meta.get(node.name)
+        if value is None or not value.name or value.name in skip or value.type is None:
+            continue  # (onnxruntime needs a type for each graph output)
+        found.append(Candidate(node, value, value.name))
+    return found
+
+
+def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list,
+                     *, rtol: float, atol: float) -> tuple[Divergence | None, int]:
+    """The first FX value past tolerance (None: none before the outputs), and how many
+    intermediate values were compared."""
+    import torch
+
+    from onnxlens.exporter.verify.compare import compare
+    from onnxlens.exporter.verify.runtime import run
+
+    found_candidates = candidates(program, model)
+    if not found_candidates:
+        return None, 0
+    outputs = {v.name for v in model.graph.outputs}
+    extra, seen = [], set()
+    for c in found_candidates:
+        if c.fetch_name not in outputs and c.fetch_name not in seen:
+            extra.append(c.value)
+            seen.add(c.fetch_name)
+    fetch = list(dict.fromkeys(c.fetch_name for c in found_candidates))
+    session = sessions.session(extra)
+    onnx_values = dict(zip(fetch, run(session, feeds, fetch)))
+    del session
+    by_node = {c.node: c for c in found_candidates}
+    state: dict[str, Any] = {"checked": 0, "found": None}
+
+    class _Stop(Exception):
+        pass
+
+    class FirstDivergence(torch.fx.Interpreter):
+        def run_node(self, node):
+            result = super().run_node(node)
+            candidate = by_node.get(node)
+            if candidate is not None:
+                actual = onnx_values.pop(candidate.fetch_name, None)
+                comparison = compare(result, actual, rtol=rtol, atol=atol)
+                if comparison.comparable:  # a differently shaped value is another thing
+                    state["checked"] += 1
+                    if not comparison.passed:
+                        state["found"] = Divergence(node, candidate.value, comparison)
+                        raise _Stop
+            return result
+
+    with torch.no_grad():
+        try:
+            FirstDivergence(program.graph_module).run(*graph_inputs)
+        except _Stop:
+            pass
+    return state["found"], state["checked"]
+
+
+def target_name(node: Any) -> str:
+    target = getattr(node, "target", None)
+    return str(target).removeprefix("aten::") if target is not None else "?"
+
+
+def onnx_op(value: Any) -> str | None:
+    producer = value.producer() if value is not None else None
+    if producer is None:
+        return None
+    return f"{producer.domain}::{producer.op_type}" if producer.domain else producer.op_type
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0][:500]
