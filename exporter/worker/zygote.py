@@ -52,7 +52,9 @@ DUMP_POLL = 0.05
 
 
 @dataclass
-class Job:
+class Child:
+    """A forked child running one job, as the zygote supervises it (pipes, deadline, state)."""
+
     id: int
     spec: TargetSpec
     pid: int
@@ -86,7 +88,7 @@ class Zygote:
         self.requests_fd = requests_fd
         self.replies_fd = replies_fd
         self.user_env = user_env
-        self.jobs: dict[int, Job] = {}
+        self.jobs: dict[int, Child] = {}
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
@@ -199,14 +201,14 @@ class Zygote:
         os.set_blocking(events_r, False)
         os.set_blocking(output_r, False)
         now = time.monotonic()
-        job = Job(id=message["id"], spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
+        job = Child(id=message["id"], spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
                   dump=dump, started=now, deadline=now + spec.timeout)
         self.jobs[job.id] = job
         self.selector.register(events_r, selectors.EVENT_READ, lambda fd, job=job: self._on_events(job))
         self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
         self._send({"type": "started", "id": job.id, "pid": pid})
 
-    def _read_pipe(self, job: Job, name: str) -> bytes | None:
+    def _read_pipe(self, job: Child, name: str) -> bytes | None:
         """What the job's pipe `name` has now: None when nothing is there yet, or at its end
         (then it is closed)."""
         data = _read_some(getattr(job, name))
@@ -214,7 +216,7 @@ class Zygote:
             self._close_pipe(job, name)
         return data or None
 
-    def _on_events(self, job: Job) -> bool:
+    def _on_events(self, job: Child) -> bool:
         data = self._read_pipe(job, "events_fd")
         if data is None:
             return False
@@ -244,7 +246,7 @@ class Zygote:
                             "cancelled": False})
         return True
 
-    def _on_output(self, job: Job) -> bool:
+    def _on_output(self, job: Child) -> bool:
         data = self._read_pipe(job, "output_fd")
         if data is None:
             return False
@@ -259,14 +261,14 @@ class Zygote:
                 self._send({"type": "log", "id": job.id, "text": text})
         return True
 
-    def _close_pipe(self, job: Job, name: str) -> None:
+    def _close_pipe(self, job: Child, name: str) -> None:
         fd = getattr(job, name)
         if fd is not None:
             self.selector.unregister(fd)
             os.close(fd)
             setattr(job, name, None)
 
-    def _cancel(self, job: Job) -> None:
+    def _cancel(self, job: Child) -> None:
         job.cancelled = True
         self._on_events(job)  # the events it sent so far: is it saving?
         if job.saving:
@@ -277,7 +279,7 @@ class Zygote:
         else:
             self._kill(job)
 
-    def _kill(self, job: Job) -> None:
+    def _kill(self, job: Child) -> None:
         job.killed = True
         try:
             os.killpg(job.pid, signal.SIGKILL)
@@ -344,7 +346,7 @@ class Zygote:
             _, status, usage = os.wait4(job.pid, 0)
             self._finish(job, status, usage)
 
-    def _finish(self, job: Job, status: int, usage: Any) -> None:
+    def _finish(self, job: Child, status: int, usage: Any) -> None:
         # Read what the child wrote before it died (its result may be among it). A grandchild
         # still holding a pipe open must not block us: read only what is there.
         while self._on_events(job):
