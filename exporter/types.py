@@ -191,7 +191,9 @@ class ExportResult:
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        if self.verification is not None:
+        # isinstance: until verify() returns a VerificationSummary, the pipeline still sets the
+        # summary as a plain dict of the same keys, which crosses the pipe as it is.
+        if isinstance(self.verification, VerificationSummary):
             data["verification"] = self.verification.to_dict()
         return data
 
