@@ -27,7 +27,7 @@ def status_title(name: str, state: TargetState, busy: bool) -> str:
         if result.node_count is not None:
             parts.append(f"{result.node_count} nodes")
         if result.verification:
-            parts.append("verified" if result.verification.get("passed") else "verification mismatch")
+            parts.append("verified" if result.verification.passed else "verification mismatch")
         if result.cached:
             parts.append("cached")
         title = " · ".join(parts)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.exporter.types import ExportResult, Finding, Location, Related
+from onnxlens.exporter.types import ExportResult, Finding, Location, Related, VerificationSummary
 from onnxlens.server.config import load_workspace
 from onnxlens.server.formats import CheckRun, display_path, render_json, render_sarif, render_text, summary_line
 
@@ -34,7 +34,7 @@ def run(workspace, tmp_path):
         Finding(code="crash", message="the export process died (SIGSEGV)", stage="load"),
     ])
     ok = ExportResult(target="other", status="ok", onnx=str(tmp_path / ".onnxlens" / "other.onnx"),
-                      seconds=0.5, verification={"max_abs_diff": 0.25, "max_rel_diff": 0.5, "passed": False},
+                      seconds=0.5, verification=VerificationSummary(max_abs_diff=0.25, max_rel_diff=0.5, passed=False),
                       findings=[Finding(code="mismatch", message="outputs differ", stage="verify",
                                         location=Location(net, 4, 5, 4, 30))])
     return CheckRun(workspace=workspace, results=[failed, ok], seconds=2.0)
@@ -68,7 +68,7 @@ def test_json_fills_every_location_field(run, workspace):
     assert zeta["related"][1] == {"file": "/usr/lib/python3/site-packages/transformers/modeling.py",
                                   "line": 40, "message": "in a library"}
     assert (crash["file"], crash["line"]) == ("onnxlens.toml", workspace.target_lines["net"])
-    assert other["verification"]["passed"] is False
+    assert other["verification"] == run.results[1].verification.to_dict() and other["verification"]["passed"] is False
     assert other["diagnostics"][0]["severity"] == "warning"
 
 
