@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec
 
 from .progress import Progress
 
@@ -58,18 +58,14 @@ def summary(result: ExportResult) -> str:
     return f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
 
 
-def describe_event(event: Any) -> str | None:
-    """A progress message for a worker event; None for events with nothing to show (user output).
-
-    Pipeline events: {"event": "stage", "stage": "capture", "state": "begin"|"end", ...};
-    the service's own: {"type": "cached", ...}.
-    """
-    if not isinstance(event, dict):
-        return None
-    if event.get("event") == "stage":
-        return event.get("stage") if event.get("state", "begin") == "begin" else None
-    if event.get("type") == "cached":
-        return "cached"
+def describe_event(event: ProgressEvent) -> str | None:
+    """A progress message for an export event; None for events with nothing to show (a stage's
+    end, a pipeline log line, the user code's output)."""
+    match event:
+        case StageEvent(stage=stage, state="begin"):
+            return stage
+        case CachedEvent():
+            return "cached"
     return None
 
 
@@ -163,7 +159,7 @@ class ExportScheduler:
         server.refresh_code_lens()
         started = time.perf_counter()
 
-        def on_event(event: Any) -> None:
+        def on_event(event: ProgressEvent) -> None:
             if (message := describe_event(event)) is not None:
                 progress.report(message)
 
