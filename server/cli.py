@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.server.config import Workspace, find_config, load_workspace
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line
 
@@ -177,10 +177,8 @@ async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cac
             result = await service.export(spec)
         except Exception as error:  # noqa: BLE001 - one broken job must not hide the others
             internal_errors += 1
-            result = ExportResult(target=spec.name, status="failed", findings=[Finding(
-                code="crash", stage="load",
-                message=f"onnxlens internal error while exporting: {type(error).__name__}: {error}",
-            )])
+            result = ExportResult.failure(
+                spec.name, "crash", f"onnxlens internal error while exporting: {type(error).__name__}: {error}")
         on_done(result)
         return result
 
