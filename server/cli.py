@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> None:
 def serve() -> int:
     # Imported only here: `onnxlens check` must not pay for pygls.
     try:
-        from onnxlens.server.lsp.server import serve as serve_lsp
+        from onnxlens.server.lsp.app import serve as serve_lsp
     except ModuleNotFoundError as error:
         if not (error.name or "").startswith("onnxlens.server.lsp"):
             raise
         raise UsageError("the language server is not part of this installation "
-                         "(onnxlens.server.lsp.server is missing)") from None
+                         "(onnxlens.server.lsp.app is missing)") from None
     serve_lsp()
     return EXIT_OK
 

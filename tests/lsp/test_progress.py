@@ -4,12 +4,16 @@ the VS Code extension does). One server on a copy of examples/ cut down to mlp a
 
 from __future__ import annotations
 
+from typing import Any
+
+import attrs
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
+from pytest_lsp import LanguageClient, client_capabilities
 
-from lsp_support import copy_examples, exports_finished, save_file, server_config, start_session, stats, wait_until
+from lsp_data import plain
+from lsp_support import copy_examples, exports_finished, save_file, server_config, stats, wait_until
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -25,7 +29,19 @@ def _without_encoder(workspace) -> None:
 async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.workspace_path = copy_examples(tmp_path_factory.mktemp("progress"))
     _without_encoder(lsp_client.workspace_path)
-    await start_session(lsp_client, lsp_client.workspace_path, "visual-studio-code")
+    lsp_client.statuses = []
+
+    @lsp_client.feature("onnxlens/exportStatus")
+    def export_status(client: LanguageClient, params: Any) -> None:
+        client.statuses.append(plain(params))
+
+    workspace = lsp_client.workspace_path
+    # VS Code's capabilities, plus the opt-in the onnxlens extension sends.
+    capabilities = attrs.evolve(client_capabilities("visual-studio-code"),
+                                experimental={"onnxlens": {"exportStatus": True}})
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=capabilities, root_uri=workspace.as_uri(),
+        workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)]))
     for target in ("mlp", "spectral"):
         await exports_finished(lsp_client, target, 1)
     yield
@@ -59,3 +75,44 @@ async def test_a_save_answered_from_the_cache_reports_cached(client: LanguageCli
     assert [r.message for r in progress if isinstance(r, lsp.WorkDoneProgressReport)] == ["cached"]
     assert progress[-1].message.startswith("mlp: exported in") and progress[-1].message.endswith("(cached)")
     assert (await stats(client))["last"]["mlp"]["cached"] is True
+
+
+def _statuses(client: LanguageClient, target: str) -> list[dict]:
+    return [status for status in client.statuses if status["target"] == target]
+
+
+async def test_export_status_follows_an_export_from_its_start_to_its_outcome(client: LanguageClient):
+    await wait_until(lambda: all(_ended(r) for r in _exports_of(client, "mlp")), 60, "mlp's export to end")
+    finished = (await stats(client))["per_target"]["mlp"]["finished"]
+    seen = len(_statuses(client, "mlp"))
+
+    await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="onnxlens.export", arguments=["mlp"]))
+    await exports_finished(client, "mlp", finished + 1)
+    await wait_until(lambda: _statuses(client, "mlp")[-1]["state"] != "exporting", 10, "mlp's last status")
+
+    statuses = _statuses(client, "mlp")[seen:]
+    assert statuses[0] == {"target": "mlp", "state": "exporting", "stage": None, "seconds": None, "node_count": None,
+                           "problems": 0, "warnings": 0, "cached": False, "verified": None, "summary": ""}
+    stages = [s["stage"] for s in statuses[1:-1]]
+    assert all(s["state"] == "exporting" for s in statuses[1:-1])
+    assert stages[:2] == ["load", "capture"] and "verify" in stages
+    end = statuses[-1]
+    assert (end["state"], end["problems"], end["cached"], end["verified"]) == ("ok", 0, False, True)
+    assert end["node_count"] > 0 and end["seconds"] > 0
+    # The same words as the progress's end, which editors without the notification show.
+    assert end["summary"] == _exports_of(client, "mlp")[-1][-1].message
+
+
+async def test_a_failed_export_ends_with_its_problem_count(client: LanguageClient):
+    failed = await wait_until(lambda: [s for s in _statuses(client, "spectral") if s["state"] == "failed"], 60,
+                              "spectral's failure")
+    assert (failed[-1]["problems"], failed[-1]["summary"]) == (2, "spectral: 2 problems")
+
+
+async def test_a_cached_answer_says_so_in_its_status(client: LanguageClient):
+    await wait_until(lambda: all(_ended(r) for r in _exports_of(client, "mlp")), 60, "mlp's export to end")
+    mlp = client.workspace_path / "models/mlp.py"
+    seen = len(_statuses(client, "mlp"))
+    save_file(client, mlp, mlp.read_text())
+    await wait_until(lambda: any(s["state"] == "ok" for s in _statuses(client, "mlp")[seen:]), 30, "a cached outcome")
+    assert [s["cached"] for s in _statuses(client, "mlp")[seen:] if s["state"] == "ok"] == [True]
