@@ -8,7 +8,6 @@ client sent them, and the checks below say what is wrong.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any
 
