@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.server.config import Workspace, find_config, load_workspace
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line
 
@@ -86,12 +86,12 @@ def main(argv: list[str] | None = None) -> None:
 def serve() -> int:
     # Imported only here: `onnxlens check` must not pay for pygls.
     try:
-        from onnxlens.server.lsp.server import serve as serve_lsp
+        from onnxlens.server.lsp.app import serve as serve_lsp
     except ModuleNotFoundError as error:
         if not (error.name or "").startswith("onnxlens.server.lsp"):
             raise
         raise UsageError("the language server is not part of this installation "
-                         "(onnxlens.server.lsp.server is missing)") from None
+                         "(onnxlens.server.lsp.app is missing)") from None
     serve_lsp()
     return EXIT_OK
 
@@ -177,10 +177,8 @@ async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cac
             result = await service.export(spec)
         except Exception as error:  # noqa: BLE001 - one broken job must not hide the others
             internal_errors += 1
-            result = ExportResult(target=spec.name, status="failed", findings=[Finding(
-                code="crash", stage="load",
-                message=f"onnxlens internal error while exporting: {type(error).__name__}: {error}",
-            )])
+            result = ExportResult.failure(
+                spec.name, "crash", f"onnxlens internal error while exporting: {type(error).__name__}: {error}")
         on_done(result)
         return result
 

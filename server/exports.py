@@ -16,16 +16,13 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
 from onnxlens.server.cache import ResultCache
-from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
+from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
-
-EventSink = Callable[[dict[str, Any]], None]
 
 
 class ExportService:
@@ -75,7 +72,7 @@ class ExportService:
         if self.use_cache if use_cache is None else use_cache:
             hit = self.cache.load(spec)
             if hit is not None:
-                sink({"event": "cached", "target": spec.name})
+                sink(CachedEvent(target=spec.name))
                 return hit
         async with self._slots:
             started_ns = time.time_ns()
@@ -83,15 +80,6 @@ class ExportService:
         if not result.cached:
             self.cache.store(spec, result, job_started_ns=started_ns)
         return result
-
-    async def restart(self) -> None:
-        """Replace the worker (e.g. after the user's environment changed). Jobs in flight are
-        retried on the new one."""
-        async with self._worker_lock:
-            old, self._worker = self._worker, None
-        if old is not None:
-            await old.stop()
-        await self._current_worker()
 
     async def shutdown(self) -> None:
         """Stop the worker and every job; no process is left behind."""

@@ -224,7 +224,7 @@ def to_json_data(run: CheckRun) -> dict[str, Any]:
                 "report": _optional_path(result.report, root),
                 "seconds": _rounded(result.seconds),
                 "stages": {stage: _rounded(s) for stage, s in result.stages.items()},
-                "verification": result.verification.to_dict() if result.verification else None,
+                "verification": result.verification.to_dict() if result.verification is not None else None,
                 "diagnostics": [_diagnostic(f, result.target, run.workspace) for f in result.findings],
                 "cached": result.cached,  # extension
                 "node_count": result.node_count,  # extension

@@ -30,11 +30,11 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame_async,
 )
-from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.types import OutputEvent, ProgressEvent, TargetSpec, event_from_dict
 
 log = logging.getLogger("onnxlens.worker")
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[ProgressEvent], None]
 
 STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
 STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
@@ -104,7 +104,6 @@ class Worker:
         self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
-        self.warm_up_seconds: float | None = None
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
@@ -126,10 +125,6 @@ class Worker:
     def usable(self) -> bool:
         """Alive and taking new jobs."""
         return self.alive and not self.retiring
-
-    @property
-    def busy(self) -> bool:
-        return bool(self._jobs)
 
     def child_pids(self) -> list[int]:
         return [job.pid for job in self._jobs.values() if job.pid is not None]
@@ -281,7 +276,6 @@ class Worker:
                 self._hello.set_result(message)  # type: ignore[union-attr]
         elif kind == "ready":
             self.versions = message.get("versions") or {}
-            self.warm_up_seconds = message.get("seconds")
             if not self._ready.done():  # type: ignore[union-attr]
                 self._ready.set_result(None)  # type: ignore[union-attr]
         elif kind == "preloaded":
@@ -302,10 +296,13 @@ class Worker:
             if not job.started.done():
                 job.started.set_result(job.pid)
         elif kind == "event":
-            self._deliver(job, message.get("event"))
-        elif kind == "log":
-            # What the user's code printed (stdout and stderr), as the pipeline's events look.
-            self._deliver(job, {"event": "output", "text": message.get("text", "")})
+            event = event_from_dict(message.get("event"))
+            if event is None:
+                log.debug("ignoring an unknown export event: %r", message.get("event"))
+            else:
+                self._deliver(job, event)
+        elif kind == "log":  # what the user's code printed (stdout and stderr)
+            self._deliver(job, OutputEvent(text=str(message.get("text", ""))))
         elif kind == "result":
             if not job.result.done():
                 job.result.set_result(message)
@@ -321,8 +318,9 @@ class Worker:
     def _stop_when_idle(self) -> None:
         if self.retiring and not self._jobs and self.alive and self._stopping is None:
             self._stopping = asyncio.create_task(self.stop())
+
     @staticmethod
-    def _deliver(job: _Job, event: Any) -> None:
+    def _deliver(job: _Job, event: ProgressEvent) -> None:
         try:
             job.on_event(event)
         except Exception:  # a faulty listener must not stop the replies of every job

@@ -1,3 +1,3 @@
-from onnxlens.server.lsp.server import serve
+from onnxlens.server.lsp.app import serve
 
 serve()

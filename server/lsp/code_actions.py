@@ -3,45 +3,58 @@ and the finding's own fixes as quick fixes with a WorkspaceEdit."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Fix
 
 from .diagnostics import Entry, line_range
+from .handlers import Feature, handles
 from .uris import path_of, uri_of
 
-if TYPE_CHECKING:
-    from .server import OnnxlensServer
-
 KIND = lsp.CodeActionKind.QuickFix
-
-
-def register(server: OnnxlensServer) -> None:
-    server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[KIND]))(code_action)
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     return a.start.line <= b.end.line and b.start.line <= a.end.line
 
 
-def code_action(ls: OnnxlensServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
-    only = params.context.only
-    if only and not any(KIND.value.startswith(kind.value) for kind in only):
-        return None
-    entries = [e for e in ls.diagnostics.entries(path_of(params.text_document.uri))
-               if _overlaps(e.diagnostic.range, params.range)]
-    actions: list[lsp.CodeAction] = []
-    for entry in entries:
-        actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
-    seen: set[tuple[str, str]] = set()
-    for entry in entries:
-        if entry.owner in seen:
-            continue
-        seen.add(entry.owner)
-        actions += _target_actions(ls, entry, [e.diagnostic for e in entries if e.owner == entry.owner])
-    return actions or None
+class CodeActions(Feature):
+    @handles(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[KIND]))
+    def code_action(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+        only = params.context.only
+        if only and not any(KIND.value.startswith(kind.value) for kind in only):
+            return None
+        entries = [e for e in self.session.diagnostics.entries(path_of(params.text_document.uri))
+                   if _overlaps(e.diagnostic.range, params.range)]
+        actions: list[lsp.CodeAction] = []
+        for entry in entries:
+            actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
+        seen: set[tuple[str, str]] = set()
+        for entry in entries:
+            if entry.owner in seen:
+                continue
+            seen.add(entry.owner)
+            actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner])
+        return actions or None
+
+    def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+        config, target = entry.owner
+        project = self.session.projects.get(config)
+        state = project.targets.get(target) if project else None
+        if state is None:  # a config finding: nothing to export or open
+            return []
+
+        def action(title: str, command: str, argument: str) -> lsp.CodeAction:
+            return lsp.CodeAction(title=title, kind=KIND, diagnostics=diagnostics,
+                                  command=lsp.Command(title=title, command=command, arguments=[argument]))
+
+        actions = []
+        if state.result and state.result.report:
+            actions.append(action("Open export report", "onnxlens.openReport", state.result.report))
+        actions.append(action(f"Re-export {target}", "onnxlens.export", target))
+        if state.result and state.result.exported_program:
+            actions.append(action("Show exported program", "onnxlens.showExportedProgram", target))
+        return actions
 
 
 def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
@@ -51,22 +64,3 @@ def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
     return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], is_preferred=True,
                           edit=lsp.WorkspaceEdit(changes={uri_of(fix.file): [edit]}))
 
-
-def _target_actions(ls: OnnxlensServer, entry: Entry, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
-    config, target = entry.owner
-    project = ls.projects.get(config)
-    state = project.targets.get(target) if project else None
-    if state is None:  # a config finding: nothing to export or open
-        return []
-
-    def action(title: str, command: str, argument: str) -> lsp.CodeAction:
-        return lsp.CodeAction(title=title, kind=KIND, diagnostics=diagnostics,
-                              command=lsp.Command(title=title, command=command, arguments=[argument]))
-
-    actions = []
-    if state.result and state.result.report:
-        actions.append(action("Open export report", "onnxlens.openReport", state.result.report))
-    actions.append(action(f"Re-export {target}", "onnxlens.export", target))
-    if state.result and state.result.exported_program:
-        actions.append(action("Show exported program", "onnxlens.showExportedProgram", target))
-    return actions

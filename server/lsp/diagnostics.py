@@ -1,19 +1,28 @@
-"""Findings as LSP diagnostics: the ONE place where onnxlens findings become lsprotocol types.
+"""Findings as LSP diagnostics: the ONE place where onnxlens findings become lsprotocol types and
+where they are placed and published.
 
 Findings are 1-based (lines and columns, `end_column` exclusive); the wire is 0-based. A finding
 without an end column covers the rest of its line's text (not the whole line: the indentation
-stays unmarked, as editors show it for compiler errors).
+stays unmarked, as editors show it for compiler errors). A finding without a location (e.g. the
+export rejected the model's output type) is shown where its target is defined. Stored results
+are never changed: placing a finding (its path normalised, or the fallback location) makes a copy.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import Finding
+from onnxlens.exporter.types import Finding, Location
 
+from .capabilities import ClientFeatures
+from .client import Client
+from .project import Project, norm
 from .uris import uri_of
 
 SOURCE = "onnxlens"
@@ -28,29 +37,6 @@ SEVERITIES = {
 
 # (path, 1-based line) -> the line's text, or None when it cannot be read.
 LineText = Callable[[str, int], "str | None"]
-
-
-@dataclass(frozen=True)
-class DiagnosticFeatures:
-    """What the client said it can show (textDocument.publishDiagnostics capabilities)."""
-
-    related_information: bool = True
-    code_description: bool = True
-    encoding: str = "utf-16"  # the negotiated position encoding (LSP's default: UTF-16 code units)
-
-    @classmethod
-    def of(cls, capabilities: lsp.ClientCapabilities | None, encoding: object = None) -> DiagnosticFeatures:
-        encoding = encoding_name(encoding)
-        publish = capabilities and capabilities.text_document and capabilities.text_document.publish_diagnostics
-        if not publish:
-            return cls(related_information=False, code_description=False, encoding=encoding)
-        return cls(related_information=bool(publish.related_information),
-                   code_description=bool(publish.code_description_support), encoding=encoding)
-
-
-def encoding_name(encoding: object) -> str:
-    """"utf-16" for pygls' negotiated PositionEncodingKind (an enum, a string, or None)."""
-    return str(getattr(encoding, "value", encoding) or "utf-16")
 
 
 def units(text: str | None, index: int, encoding: str = "utf-16") -> int:
@@ -87,7 +73,7 @@ def line_range(line: int, column: int, end_line: int | None, end_column: int | N
                      end=lsp.Position(line=end_line0, character=units(end_text, max(end_column - 1, 0), encoding)))
 
 
-def to_diagnostic(finding: Finding, line_text: LineText, features: DiagnosticFeatures,
+def to_diagnostic(finding: Finding, line_text: LineText, features: ClientFeatures,
                   data: dict | None = None) -> lsp.Diagnostic | None:
     """The LSP diagnostic of a finding; None for a finding with no location (the caller gives
     those one: it knows where the target is defined)."""
@@ -163,5 +149,90 @@ class DiagnosticStore:
     def diagnostics(self, path: str) -> list[lsp.Diagnostic]:
         return [e.diagnostic for e in self.entries(path)]
 
-    def files(self, owner: tuple[str, str]) -> set[str]:
-        return set(self._by_owner.get(owner, {}))
+
+class SourceLines:
+    """Lines of files as on disk: the text the export saw (an open buffer may have unsaved edits
+    that shift it). Cached by modification time: related frames often repeat a file."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[int, list[str]]] = {}  # path -> (mtime_ns, lines)
+
+    def __call__(self, path: str, line: int) -> str | None:
+        try:
+            mtime = os.stat(path).st_mtime_ns
+            cached = self._files.get(path)
+            if cached is None or cached[0] != mtime:
+                if len(self._files) > 256:
+                    self._files.clear()
+                cached = self._files[path] = (mtime, Path(path).read_text(
+                    encoding="utf-8", errors="replace").splitlines())
+        except OSError:
+            return None
+        lines = cached[1]
+        return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def fallback_location(project: Project, owner: str) -> Location:
+    """Where a finding without a location is shown: its target's model definition, else the
+    target's [[target]] line in the config (a config finding: the config's first line)."""
+    state = project.targets.get(owner)
+    definition = state.model_definition() if state else None
+    return definition or Location(file=str(project.config_file), line=project.workspace.target_lines.get(owner, 1))
+
+
+def placed(finding: Finding, fallback: Callable[[], Location]) -> Finding:
+    """A copy of the finding at its own location, or at `fallback()`, with the path in the one
+    spelling the store and the clients' URIs use."""
+    location = finding.location or fallback()
+    return dataclasses.replace(finding, location=dataclasses.replace(location, file=norm(location.file)))
+
+
+class Diagnostics:
+    """What the client has been sent: each target's and each config's findings, placed, converted
+    and published per file (a file shared by several owners gets the union)."""
+
+    def __init__(self, client: Client, lines: LineText) -> None:
+        self._client = client
+        self._lines = lines
+        self._store = DiagnosticStore()
+
+    def entries(self, path: str) -> list[Entry]:
+        return self._store.entries(path)
+
+    def publish_target(self, project: Project, target: str) -> None:
+        """Publish the target's findings; files whose findings went away get an empty list.
+
+        The model's own file is published every time, even when clean, so a client always sees
+        that an export finished (and benchmarks have something to time).
+        """
+        state = project.targets.get(target)
+        findings = state.result.findings if state and state.result else []
+        changed = self._replace(project, target, findings)
+        if state is not None and (definition := state.model_definition()) is not None:
+            changed.add(definition.file)
+        self._publish(changed)
+
+    def clear_target(self, project: Project, target: str) -> None:
+        self._publish(self._replace(project, target, []))
+
+    def publish_config(self, project: Project) -> None:
+        changed = self._replace(project, CONFIG_OWNER, project.workspace.findings)
+        changed.add(str(project.config_file))
+        self._publish(changed)
+
+    def clear_config(self, project: Project) -> None:
+        self._publish(self._replace(project, CONFIG_OWNER, []))
+
+    def _replace(self, project: Project, owner: str, findings: list[Finding]) -> set[str]:
+        features = self._client.features
+        entries = []
+        for finding in findings:
+            finding = placed(finding, lambda: fallback_location(project, owner))
+            diagnostic = to_diagnostic(finding, self._lines, features, data={"config": project.key, "target": owner})
+            if diagnostic is not None:
+                entries.append(Entry(diagnostic, finding, (project.key, owner)))
+        return self._store.replace((project.key, owner), entries)
+
+    def _publish(self, paths: set[str]) -> None:
+        for path in sorted(paths):
+            self._client.publish_diagnostics(uri_of(path), self._store.diagnostics(path))

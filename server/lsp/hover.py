@@ -2,41 +2,35 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import LineInfo
 
-from .diagnostics import encoding_name, line_range
+from .diagnostics import line_range
+from .handlers import Feature, handles
 from .project import norm
 from .uris import path_of
 
-if TYPE_CHECKING:
-    from .server import OnnxlensServer
 
-
-def register(server: OnnxlensServer) -> None:
-    server.feature(lsp.TEXT_DOCUMENT_HOVER)(hover)
-
-
-def hover(ls: OnnxlensServer, params: lsp.HoverParams) -> lsp.Hover | None:
-    path, line = path_of(params.text_document.uri), params.position.line + 1
-    sections = []
-    for project in ls.projects.values():
-        for name, state in project.targets.items():
-            if state.result is None:
-                continue
-            infos = [i for i in state.result.lines if i.line == line and norm(i.file) == path]
-            if infos:
-                sections.append(render(name, merge(infos), stale=state.running))
-    if not sections:
-        return None
-    text = ls.line_text(path, line)
-    return lsp.Hover(
-        contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
-        range=line_range(line, 1, None, None, text, encoding_name(ls.workspace.position_encoding)),
-    )
+class Hover(Feature):
+    @handles(lsp.TEXT_DOCUMENT_HOVER)
+    def hover(self, params: lsp.HoverParams) -> lsp.Hover | None:
+        session = self.session
+        path, line = path_of(params.text_document.uri), params.position.line + 1
+        sections = []
+        for project in session.projects.values():
+            for name, state in project.targets.items():
+                if state.result is None:
+                    continue
+                infos = [i for i in state.result.lines if i.line == line and norm(i.file) == path]
+                if infos:
+                    sections.append(render(name, merge(infos), stale=state.running))
+        if not sections:
+            return None
+        return lsp.Hover(
+            contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value="\n\n---\n\n".join(sections)),
+            range=line_range(line, 1, None, None, session.lines(path, line), session.client.features.encoding),
+        )
 
 
 def merge(infos: list[LineInfo]) -> LineInfo:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from onnxlens.exporter import references
 from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
 from onnxlens.server.config import Workspace, load_workspace
 
@@ -28,22 +28,6 @@ def norm(path: str | os.PathLike) -> str:
     return os.path.realpath(path)
 
 
-def reference_file(root: str, reference: str | None) -> str | None:
-    """The file a `FILE.py:CALLABLE` or `package.module:CALLABLE` reference points into, if it exists."""
-    if not reference or ":" not in reference:
-        return None
-    target = reference.rpartition(":")[0]
-    if target.endswith(".py"):
-        candidates = [Path(root) / target]
-    else:
-        base = Path(root, *target.split("."))
-        candidates = [base.with_suffix(".py"), base / "__init__.py"]
-    for candidate in candidates:
-        if candidate.is_file():
-            return norm(candidate)
-    return None
-
-
 @dataclass
 class TargetState:
     spec: TargetSpec
@@ -55,7 +39,7 @@ class TargetState:
     def spec_files(self) -> set[str]:
         """The files the config names: the closure before any export told us more."""
         refs = (self.spec.model, self.spec.inputs, self.spec.dynamic_shapes, self.spec.custom_translations)
-        return {f for f in (reference_file(self.spec.root, r) for r in refs) if f}
+        return {f for f in (references.source_file(self.spec.root, r) for r in refs) if f}
 
     def record(self, result: ExportResult) -> None:
         """Keep the result and learn the closure from it.
@@ -73,23 +57,11 @@ class TargetState:
         self.result = result
 
     def model_definition(self) -> Location | None:
-        """Where the model callable is defined: from the last result, else by a text search."""
+        """Where the model callable is defined: from the last result, else by reading its file."""
         if self.result and self.result.model_location:
             location = self.result.model_location
             return dataclasses.replace(location, file=norm(location.file))
-        path = reference_file(self.spec.root, self.spec.model)
-        if path is None:
-            return None
-        name = self.spec.model.rpartition(":")[2].split(".")[-1]
-        pattern = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                for number, text in enumerate(handle, start=1):
-                    if pattern.match(text):
-                        return Location(file=path, line=number, column=len(text) - len(text.lstrip()) + 1)
-        except OSError:
-            return None
-        return None
+        return references.model_definition(self.spec)
 
 
 def _unreadable_config(config_file: Path, error: Exception) -> Workspace:

@@ -1,5 +1,6 @@
 """When to export: debounce triggers per target, run at most one job per target, and let a newer
-trigger cancel the running job. Runs one export end to end (progress, service, diagnostics).
+trigger cancel the running job. Runs one export end to end: progress, the service, then the
+result and the export's status go to the callbacks the session gave (`on_result`, `on_status`).
 
 Everything here runs on the server's event loop; the export itself is a worker process, so the
 loop stays free to answer hovers and code actions while a job runs.
@@ -11,20 +12,25 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportResult, ExportStatus, ProgressEvent, StageEvent
 
 from .progress import Progress
-
-if TYPE_CHECKING:
-    from .project import Project, TargetState
-    from .server import OnnxlensServer
+from .project import Project
+from .service import ServiceSlot
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (project key, target name)
+# The finished export's result, for the target of the project; `reason`: what triggered it (None:
+# a cached result shown without a job).
+ResultSink = Callable[[Project, str, ExportResult, "str | None"], None]
+StatusSink = Callable[[ExportStatus], None]
+ProgressStarter = Callable[..., Awaitable[Progress]]  # Client.begin_progress
 
 
 @dataclass
@@ -48,34 +54,28 @@ class ExportStats:
         return dataclasses.asdict(self)
 
 
-def summary(result: ExportResult) -> str:
-    """The one-line outcome shown at the end of the progress and in the log."""
-    if result.status == "ok":
-        nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
-        suffix = " (cached)" if result.cached else ""
-        return f"{result.target}: exported in {result.seconds:.2f} s{nodes}{suffix}"
-    problems = len(result.findings)
-    return f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
-
-
-def describe_event(event: Any) -> str | None:
-    """A progress message for a worker event; None for events with nothing to show (user output).
-
-    Pipeline events: {"event": "stage", "stage": "capture", "state": "begin"|"end", ...};
-    the service's own: {"type": "cached", ...}.
-    """
-    if not isinstance(event, dict):
-        return None
-    if event.get("event") == "stage":
-        return event.get("stage") if event.get("state", "begin") == "begin" else None
-    if event.get("type") == "cached":
-        return "cached"
+def progress_message(event: ProgressEvent) -> str | None:
+    """A progress message for an export event; None for events with nothing to show (a stage's
+    end, a pipeline log line, the user code's output)."""
+    match event:
+        case StageEvent(stage=stage, state="begin"):
+            return stage
+        case CachedEvent():
+            return "cached"
     return None
 
 
 class ExportScheduler:
-    def __init__(self, server: OnnxlensServer) -> None:
-        self._server = server
+    def __init__(self, *, settings: Callable[[], Settings], service: ServiceSlot, begin_progress: ProgressStarter,
+                 on_result: ResultSink, on_status: StatusSink) -> None:
+        """`settings`: the current editor settings (debounce, verify); `on_result` is called before
+        the export's progress ends (diagnostics come first: the contract), `on_status` when an
+        export begins, enters a stage and ends."""
+        self._settings = settings
+        self._service = service
+        self._begin_progress = begin_progress
+        self._on_result = on_result
+        self._on_status = on_status
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
@@ -96,16 +96,10 @@ class ExportScheduler:
         if (timer := self._timers.pop(key, None)) is not None:
             timer.cancel()
         if delay_s is None:
-            delay_s = self._server.settings.debounce_ms / 1000
+            delay_s = self._settings().debounce_ms / 1000
         loop = asyncio.get_running_loop()
-        self._timers[key] = loop.call_later(delay_s, self._fire, key, reason)
+        self._timers[key] = loop.call_later(delay_s, self._fire, project, target, reason)
         log.debug("export of %s requested (%s)", target, reason)
-
-    def effective_spec(self, state: TargetState) -> TargetSpec:
-        """The target as configured, with the editor's `verify` setting applied when it is set."""
-        if self._server.settings.verify is None:
-            return state.spec
-        return dataclasses.replace(state.spec, verify=self._server.settings.verify)
 
     def is_busy(self, project: Project, target: str) -> bool:
         key = (project.key, target)
@@ -128,14 +122,23 @@ class ExportScheduler:
         if jobs:
             await asyncio.wait(jobs)
 
-    def _fire(self, key: Key, reason: str) -> None:
+    def show_cached(self, project: Project, target: str, result: ExportResult) -> None:
+        """Use a result the service already had: no job, no progress."""
+        if target not in project.targets:
+            return
+        self.stats.count(target, "cached")
+        self._on_result(project, target, result, None)
+        self._on_status(ExportStatus.of_result(result))
+
+    def _fire(self, project: Project, target: str, reason: str) -> None:
+        key = (project.key, target)
         self._timers.pop(key, None)
         previous = self._jobs.get(key)
         if previous is not None and not previous.done():
             previous.cancel()  # the newer content wins; the service kills the old job's process
         force = key in self._forced
         self._forced.discard(key)
-        job = asyncio.ensure_future(self._run(key, previous, reason, force))
+        job = asyncio.ensure_future(self._run(project, target, previous, reason, force))
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._forget(key, done))
 
@@ -145,74 +148,56 @@ class ExportScheduler:
         if not job.cancelled() and (error := job.exception()) is not None:
             log.error("export job %s failed in the server: %r", key[1], error, exc_info=error)
 
-    async def _run(self, key: Key, previous: asyncio.Task | None, reason: str, force: bool = False) -> None:
+    async def _run(self, project: Project, target: str, previous: asyncio.Task | None, reason: str,
+                   force: bool) -> None:
         if previous is not None:
             await asyncio.wait([previous])  # one job per target: let the old one's process die first
-        server = self._server
-        project = server.projects.get(key[0])
-        state = project.targets.get(key[1]) if project else None
-        if project is None or state is None:
+        await self._service.wait_ready()
+        state = project.targets.get(target)
+        if state is None:
             return  # the target went away (config edit) while the trigger waited
-        await server.service_ready.wait()
-        spec = self.effective_spec(state)
+        spec = self._settings().applied_to(state.spec)
 
         job = asyncio.current_task()
-        progress = await Progress.begin(server, spec.name, cancellable=True, on_cancel=job.cancel)
+        progress = await self._begin_progress(spec.name, cancellable=True, on_cancel=job.cancel)
         self.stats.count(spec.name, "started")
         state.running = True
-        server.refresh_code_lens()
+        self._on_status(ExportStatus(target=spec.name, state="exporting"))
         started = time.perf_counter()
 
-        def on_event(event: Any) -> None:
-            if (message := describe_event(event)) is not None:
+        def on_event(event: ProgressEvent) -> None:
+            if (message := progress_message(event)) is not None:
                 progress.report(message)
+            if isinstance(event, StageEvent) and event.state == "begin":
+                self._on_status(ExportStatus(target=spec.name, state="exporting", stage=event.stage))
 
         try:
-            result = await server.service.export(spec, on_event, use_cache=False if force else None)
+            result = await self._service.export(spec, on_event, use_cache=False if force else None)
         except asyncio.CancelledError:
             self.stats.count(spec.name, "cancelled")
-            progress.end(f"{spec.name}: cancelled")
-            server.log(logging.INFO, f"{spec.name}: export cancelled")
+            cancelled = ExportStatus(target=spec.name, state="cancelled", summary=f"{spec.name}: cancelled")
+            self._on_status(cancelled)
+            progress.end(cancelled.summary)
             raise
         except Exception as error:  # noqa: BLE001 - a broken service becomes a diagnostic, not a dead server
             log.exception("export service failed for %s", spec.name)
-            result = self._service_failure(spec.name, error)
+            # No location: the diagnostics put it on the target's definition.
+            result = ExportResult.failure(spec.name, "crash",
+                                          f"the export service failed: {type(error).__name__}: {error}")
         finally:
             state.running = False
         service_seconds = time.perf_counter() - started
 
-        state.record(result)
-        server.publish_target(project, spec.name)  # before the progress ends: the contract
+        self._on_result(project, spec.name, result, reason)  # before the progress ends: the contract
         self.stats.count(spec.name, "finished")
         self.stats.last[spec.name] = {
             "reason": reason, "status": result.status, "job_seconds": result.seconds,
             "service_seconds": service_seconds, "cached": result.cached,
             # from the last trigger (minus the debounce) to the diagnostics written: what the
             # server adds around the service is this minus service_seconds.
-            "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get(key, started),
-            "debounce_seconds": server.settings.debounce_ms / 1000,
+            "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get((project.key, target), started),
+            "debounce_seconds": self._settings().debounce_ms / 1000,
         }
-        server.refresh_code_lens()
-        progress.end(summary(result))
-        server.log(logging.INFO, f"{summary(result)} [{reason}]")
-
-    def show_cached(self, project: Project, target: str, result: ExportResult) -> None:
-        """Use a result the service already had: no job, no progress."""
-        state = project.targets.get(target)
-        if state is None:
-            return
-        result.cached = True
-        state.record(result)
-        server = self._server
-        server.publish_target(project, target)
-        self.stats.count(target, "cached")
-        server.refresh_code_lens()
-        server.log(logging.INFO, summary(result))
-
-    def _service_failure(self, target: str, error: Exception) -> ExportResult:
-        """A result for an export the service itself failed on (it should turn every failure into
-        findings; this keeps the server alive if it does not). No location: the server puts it
-        on the target's definition."""
-        finding = Finding(code="crash", stage="load",
-                          message=f"the export service failed: {type(error).__name__}: {error}")
-        return ExportResult(target=target, status="failed", findings=[finding])
+        status = ExportStatus.of_result(result)
+        self._on_status(status)
+        progress.end(status.summary)

@@ -13,6 +13,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from onnxlens.exporter.types import TargetSpec
+
 LOG_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
 
 
@@ -27,6 +29,10 @@ class Settings:
     @property
     def logging_level(self) -> int:
         return LOG_LEVELS[self.log_level]
+
+    def applied_to(self, spec: TargetSpec) -> TargetSpec:
+        """The target as configured, with this editor's `verify` applied when it is set."""
+        return spec if self.verify is None else dataclasses.replace(spec, verify=self.verify)
 
     def describe(self) -> str:
         """The settings under their wire names, for the log."""

@@ -68,7 +68,7 @@ def test_json_fills_every_location_field(run, workspace):
     assert zeta["related"][1] == {"file": "/usr/lib/python3/site-packages/transformers/modeling.py",
                                   "line": 40, "message": "in a library"}
     assert (crash["file"], crash["line"]) == ("onnxlens.toml", workspace.target_lines["net"])
-    assert other["verification"]["passed"] is False
+    assert other["verification"] == run.results[1].verification.to_dict() and other["verification"]["passed"] is False
     assert other["diagnostics"][0]["severity"] == "warning"
 
 

@@ -7,7 +7,8 @@ from lsprotocol import types as lsp
 from pytest_lsp import client_capabilities
 
 from onnxlens.exporter.types import Finding, Location, Related
-from onnxlens.server.lsp.diagnostics import DiagnosticFeatures, DiagnosticStore, Entry, to_diagnostic
+from onnxlens.server.lsp.capabilities import ClientFeatures
+from onnxlens.server.lsp.diagnostics import DiagnosticStore, Entry, to_diagnostic
 from onnxlens.server.lsp.settings import Settings, parse_settings
 
 LINES = {("/w/m.py", 20): "        eig = torch.linalg.eigvals(h).real\n", ("/w/s.py", 4): "    return f(x)"}
@@ -17,7 +18,7 @@ def line_text(path: str, line: int) -> str | None:
     return LINES.get((path, line))
 
 
-ALL = DiagnosticFeatures(related_information=True, code_description=True)
+ALL = ClientFeatures(related_information=True, code_description=True)
 
 
 def test_one_based_columns_become_zero_based_characters_with_exclusive_end():
@@ -61,10 +62,10 @@ def test_what_a_client_did_not_announce_is_left_out():
     finding = Finding(code="mismatch", message="m", stage="verify", docs_url="https://example.org/x",
                       location=Location(file="/w/m.py", line=20),
                       related=[Related(file="/w/s.py", line=4, message="called from here")])
-    neovim_07 = DiagnosticFeatures.of(client_capabilities("neovim@v0.7.0"))
-    vscode = DiagnosticFeatures.of(client_capabilities("visual-studio-code"))
-    assert neovim_07 == DiagnosticFeatures(related_information=True, code_description=False)
-    assert vscode == ALL
+    neovim_07 = ClientFeatures.of(client_capabilities("neovim@v0.7.0"))
+    vscode = ClientFeatures.of(client_capabilities("visual-studio-code"))
+    assert (neovim_07.related_information, neovim_07.code_description) == (True, False)
+    assert (vscode.related_information, vscode.code_description) == (True, True)
     d = to_diagnostic(finding, line_text, neovim_07)
     assert d.code_description is None and d.related_information
 
@@ -126,7 +127,7 @@ def test_columns_count_in_the_clients_units_on_lines_with_non_ascii_text():
     utf16 = to_diagnostic(finding, line_text, ALL).range
     # The emoji is 2 UTF-16 code units, é is 1: one unit more than code points from there on.
     assert (utf16.start.character, utf16.end.character) == (column, column + 24)
-    utf8 = to_diagnostic(finding, line_text, DiagnosticFeatures(encoding="utf-8")).range
+    utf8 = to_diagnostic(finding, line_text, ClientFeatures(encoding="utf-8")).range
     assert utf8.start.character == len(text[:column - 1].encode("utf-8"))
-    utf32 = to_diagnostic(finding, line_text, DiagnosticFeatures(encoding="utf-32")).range
+    utf32 = to_diagnostic(finding, line_text, ClientFeatures(encoding="utf-32")).range
     assert utf32.start.character == column - 1

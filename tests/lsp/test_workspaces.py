@@ -32,6 +32,8 @@ async def client(lsp_client: LanguageClient, tmp_path):
     _single_target(first, "mlp")
     _single_target(second, "tiny")
     lsp_client.roots = (first, second)
+    lsp_client.statuses = []
+    lsp_client.feature("onnxlens/exportStatus")(lambda client, params: client.statuses.append(params))
     # A client that announces no optional capability: no progress, no showDocument, no lens refresh.
     await lsp_client.initialize_session(lsp.InitializeParams(
         capabilities=lsp.ClientCapabilities(),
@@ -56,8 +58,10 @@ async def test_one_config_per_root_folder_and_a_minimal_client(client: LanguageC
     data = await exports_finished(client, "tiny", 2)
     assert data["per_target"]["mlp"]["started"] == 1
 
-    # No progress was created for a client that did not announce it; the outcome went to the log.
+    # No progress was created for a client that did not announce it, nor an export status sent
+    # (it did not ask); the outcome went to the log.
     assert client.progress_reports == {}
+    assert client.statuses == []
     assert any(m.message.startswith("tiny: exported in") for m in client.log_messages)
 
     # Without window/showDocument, openReport answers with the path and says it in a message.

@@ -9,6 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from onnxlens.exporter.types import CachedEvent
 from onnxlens.server.cache import cache_file
 from onnxlens.server.exports import ExportService
 from worker_helpers import spec_for, write_model
@@ -61,7 +62,7 @@ async def test_an_unchanged_target_comes_from_the_cache_without_a_job(service, t
     assert hit.cached is True
     assert hit.status == "ok" and hit.onnx == exported.onnx
     assert reader.worker is None
-    assert events == [{"event": "cached", "target": "model"}]
+    assert events == [CachedEvent(target="model")]
     assert Path(exported.onnx).stat().st_mtime_ns == onnx_written
     assert reader.cached(spec).cached is True
 

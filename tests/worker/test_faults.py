@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from onnxlens.exporter.types import OutputEvent
 from worker_helpers import MLP_SOURCE, line_of, spec_for, worker_children, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -157,7 +158,7 @@ async def test_megabytes_of_prints_do_not_block_and_are_capped(service, tmp_path
     result = await service.export(spec_for(tmp_path, "chatty.py", timeout=60), events.append)
 
     assert result.status == "ok", result.findings
-    logged = "".join(e["text"] for e in events if isinstance(e, dict) and e.get("event") == "output")
+    logged = "".join(e.text for e in events if isinstance(e, OutputEvent))
     assert logged.startswith("x" * 1000)
     assert "not shown" in logged
     assert len(logged) < 70 * 1024

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  ExportStatus,
+  exportStatusFromWire,
   INITIAL_STATUS,
   nextStatus,
-  parseOutcome,
-  progressToStatusEvent,
   renderStatus,
   StatusEvent,
   StatusState,
@@ -20,86 +20,94 @@ const started: StatusEvent[] = [
   { kind: "server", phase: "running" },
 ];
 
-test("warming up from the server's start until the first export ends", () => {
+/** An `onnxlens/exportStatus` notification, as the server's ExportStatus.to_dict() sends it. */
+function status(target: string, state: ExportStatus["state"], fields: Partial<ExportStatus> = {}): StatusEvent {
+  const wire: ExportStatus = {
+    target, state, stage: null, seconds: null, node_count: null, problems: 0, warnings: 0, cached: false,
+    verified: null, summary: "", ...fields,
+  };
+  return { kind: "export", status: wire };
+}
+const begins = (target: string) => status(target, "exporting");
+const stage = (target: string, name: string) => status(target, "exporting", { stage: name });
+const ok = (target: string, seconds: number, nodes?: number, fields: Partial<ExportStatus> = {}) =>
+  status(target, "ok", { seconds, node_count: nodes ?? null, summary: `${target}: exported in ${seconds.toFixed(2)} s`, ...fields });
+const failed = (target: string, problems: number, warnings = 0) =>
+  status(target, "failed", { problems, warnings, summary: `${target}: ${problems + warnings} problems` });
+const cancelled = (target: string) => status(target, "cancelled", { summary: `${target}: cancelled` });
+
+test("warming up from the server's start until the first export or progress ends", () => {
   assert.equal(text([{ kind: "server", phase: "starting" }]), "$(sync~spin) ONNX: warming up");
   assert.equal(text(started), "$(sync~spin) ONNX: warming up");
   assert.equal(renderStatus(run(started)).busy, true);
+  // The warm-up's progress ended and nothing was exported (a config without valid targets).
+  assert.equal(text([...started, { kind: "progress-ended" }]), "$(circle-outline) ONNX");
+  assert.equal(text([...started, begins("mlp"), ok("mlp", 0.2)]), "$(check) ONNX: mlp 0.20 s");
 });
 
 test("exporting shows the target, then the stage the server reports", () => {
-  const begun = [...started, { kind: "begin", token: "t1", title: "onnxlens", message: "spectral" } as StatusEvent];
+  const begun = [...started, begins("spectral")];
   assert.equal(text(begun), "$(sync~spin) ONNX: spectral");
-  assert.equal(text([...begun, { kind: "report", token: "t1", message: "capture" }]), "$(sync~spin) ONNX: spectral · capture");
-  assert.equal(
-    text([...begun, { kind: "report", token: "t1", message: "capture" }, { kind: "report", token: "t1", message: "scan" }]),
-    "$(sync~spin) ONNX: spectral · scan",
-  );
+  assert.equal(text([...begun, stage("spectral", "capture")]), "$(sync~spin) ONNX: spectral · capture");
+  assert.equal(text([...begun, stage("spectral", "capture"), stage("spectral", "scan")]), "$(sync~spin) ONNX: spectral · scan");
 });
 
 test("ok shows time and node count of the last export", () => {
-  const events: StatusEvent[] = [
-    ...started,
-    { kind: "begin", token: "a", title: "onnxlens", message: "mlp" },
-    { kind: "end", token: "a", message: "mlp: exported in 0.21 s, 42 nodes" },
-  ];
-  const rendering = renderStatus(run(events));
+  const rendering = renderStatus(run([...started, begins("mlp"), ok("mlp", 0.21, 42)]));
   assert.equal(rendering.text, "$(check) ONNX: mlp 0.21 s · 42 nodes");
   assert.equal(rendering.busy, false);
   assert.match(rendering.tooltip as string, /mlp: ok \(0.21 s, 42 nodes\)/);
-  assert.equal(text([...started, { kind: "begin", token: "a", title: "onnxlens", message: "mlp" }, { kind: "end", token: "a", message: "mlp: exported in 1.50 s" }]), "$(check) ONNX: mlp 1.50 s");
+  assert.equal(text([...started, begins("mlp"), ok("mlp", 1.5)]), "$(check) ONNX: mlp 1.50 s");
+});
+
+test("a cached result and warnings are in the tooltip, not the text", () => {
+  const rendering = renderStatus(run([...started, ok("mlp", 0.06, 6, { cached: true, warnings: 1 })]));
+  assert.equal(rendering.text, "$(check) ONNX: mlp 0.06 s · 6 nodes");
+  assert.match(rendering.tooltip, /mlp: ok \(0.06 s, 6 nodes, 1 warning, cached\)/);
 });
 
 test("failed shows the problem count, and wins over targets that are ok", () => {
-  const events: StatusEvent[] = [
-    ...started,
-    { kind: "begin", token: "a", title: "onnxlens", message: "spectral" },
-    { kind: "end", token: "a", message: "spectral: 2 problems" },
-    { kind: "begin", token: "b", title: "onnxlens", message: "mlp" },
-    { kind: "end", token: "b", message: "mlp: exported in 0.2 s" },
-  ];
-  const rendering = renderStatus(run(events));
+  const rendering = renderStatus(run([...started, begins("spectral"), failed("spectral", 2), begins("mlp"), ok("mlp", 0.2)]));
   assert.equal(rendering.text, "$(error) ONNX: 2 problems (spectral)");
   assert.equal(rendering.severity, "error");
-  assert.match(rendering.tooltip, /mlp: ok \(0.2 s\)\nspectral: 2 problems/);
+  assert.match(rendering.tooltip, /mlp: ok \(0.20 s\)\nspectral: 2 problems/);
+  // Every finding of a failed export counts, warnings too (as the server's summary says).
+  assert.equal(text([...started, failed("big", 1, 1)]), "$(error) ONNX: 2 problems (big)");
+  assert.equal(text([...started, failed("a", 1), failed("b", 3)]), "$(error) ONNX: 4 problems (b, a)");
 });
 
 test("a fixed target clears its problems", () => {
-  const failed: StatusEvent[] = [
-    ...started,
-    { kind: "begin", token: "a", title: "onnxlens", message: "spectral" },
-    { kind: "end", token: "a", message: "spectral: 1 problem" },
-  ];
-  assert.equal(text(failed), "$(error) ONNX: 1 problem (spectral)");
-  assert.equal(
-    text([...failed, { kind: "begin", token: "b", title: "onnxlens", message: "spectral" }, { kind: "end", token: "b", message: "spectral: exported in 0.4 s" }]),
-    "$(check) ONNX: spectral 0.4 s",
-  );
+  const broken = [...started, begins("spectral"), failed("spectral", 1)];
+  assert.equal(text(broken), "$(error) ONNX: 1 problem (spectral)");
+  assert.equal(text([...broken, begins("spectral"), ok("spectral", 0.4)]), "$(check) ONNX: spectral 0.40 s");
 });
 
 test("a concurrent export keeps the spinner until every export has ended", () => {
-  const events: StatusEvent[] = [
-    ...started,
-    { kind: "begin", token: "a", title: "onnxlens", message: "mlp" },
-    { kind: "begin", token: "b", title: "onnxlens", message: "encoder" },
-    { kind: "end", token: "b", message: "encoder: exported in 0.3 s" },
-  ];
+  assert.equal(text([...started, begins("mlp"), begins("encoder"), ok("encoder", 0.3)]), "$(sync~spin) ONNX: mlp");
+});
+
+test("the end of the warm-up's progress does not end an export", () => {
+  const events = [...started, begins("mlp"), { kind: "progress-ended" } as StatusEvent];
   assert.equal(text(events), "$(sync~spin) ONNX: mlp");
+  assert.equal(run(events).warmingUp, false);
 });
 
-test("a warm-up progress is not a target", () => {
-  const events: StatusEvent[] = [...started, { kind: "begin", token: "w", title: "onnxlens", message: "warming up" }];
-  assert.equal(text(events), "$(sync~spin) ONNX: warming up");
-  assert.deepEqual(run(events).targets, {});
-  assert.equal(text([...events, { kind: "report", token: "w", message: "importing torch" }]), "$(sync~spin) ONNX: warming up");
-  assert.equal(text([...events, { kind: "end", token: "w", message: "ready" }]), "$(circle-outline) ONNX");
-});
-
-test("failures without a count, and crashes, still read as failed", () => {
-  assert.deepEqual(parseOutcome("big: crashed (signal 9)"), { phase: "failed", problems: undefined, summary: "crashed (signal 9)" });
-  assert.equal(parseOutcome("big: export failed").phase, "failed");
-  assert.equal(parseOutcome("big: timed out after 120 s").phase, "failed");
-  assert.deepEqual(parseOutcome("x: exported in 2 s, 7 nodes"), { phase: "ok", seconds: "2", nodes: 7, summary: "exported in 2 s, 7 nodes" });
-  assert.deepEqual(parseOutcome("x: exported in 0.06 s (cached)"), { phase: "ok", seconds: "0.06", nodes: undefined, summary: "exported in 0.06 s (cached)" });
+test("notifications are read by their fields; anything else is ignored", () => {
+  const wire = {
+    target: "mlp", state: "ok", stage: null, seconds: 0.21, node_count: 42, problems: 0, warnings: 0, cached: false,
+    verified: true, summary: "mlp: exported in 0.21 s, 42 nodes", from_a_newer_server: 1,
+  };
+  assert.deepEqual(exportStatusFromWire(wire), {
+    target: "mlp", state: "ok", stage: null, seconds: 0.21, node_count: 42, problems: 0, warnings: 0, cached: false,
+    verified: true, summary: "mlp: exported in 0.21 s, 42 nodes",
+  });
+  assert.deepEqual(exportStatusFromWire({ target: "x", state: "exporting", stage: "scan" }), {
+    target: "x", state: "exporting", stage: "scan", seconds: null, node_count: null, problems: 0, warnings: 0,
+    cached: false, verified: null, summary: "",
+  });
+  for (const bad of [null, "mlp: ok", [], { target: "x" }, { target: "", state: "ok" }, { target: "x", state: "done" }]) {
+    assert.equal(exportStatusFromWire(bad), undefined, JSON.stringify(bad));
+  }
 });
 
 test("a stopped or unusable server says so", () => {
@@ -110,14 +118,8 @@ test("a stopped or unusable server says so", () => {
 });
 
 test("a restarted server forgets what the old one said", () => {
-  const before = run([...started, { kind: "begin", token: "a", title: "onnxlens", message: "spectral" }, { kind: "end", token: "a", message: "spectral: 2 problems" }]);
+  const before = run([...started, begins("spectral"), failed("spectral", 2)]);
   assert.equal(renderStatus(run(started, before)).text, "$(sync~spin) ONNX: warming up");
-});
-
-test("$/progress values map to events with string tokens", () => {
-  assert.deepEqual(progressToStatusEvent(7, { kind: "begin", title: "onnxlens", message: "mlp" }), { kind: "begin", token: "7", title: "onnxlens", message: "mlp" });
-  assert.deepEqual(progressToStatusEvent("x", { kind: "report", message: "scan" }), { kind: "report", token: "x", message: "scan" });
-  assert.deepEqual(progressToStatusEvent("x", { kind: "end", message: "mlp: 1 problem" }), { kind: "end", token: "x", message: "mlp: 1 problem" });
 });
 
 test("the view shows the rendering, opens the last report on click, and hides without a config", () => {
@@ -128,32 +130,19 @@ test("the view shows the rendering, opens the last report on click, and hides wi
   view.apply({ kind: "server", phase: "starting" });
   assert.equal(item.text, "$(sync~spin) ONNX: warming up");
   assert.equal(item.visible, true);
-  view.apply({ kind: "begin", token: "a", title: "onnxlens", message: "mlp" });
-  view.apply({ kind: "end", token: "a", message: "mlp: exported in 0.5 s" });
+  view.apply(begins("mlp"));
+  view.apply(ok("mlp", 0.5));
   assert.equal(view.lastFinishedTarget(), "mlp");
   view.apply({ kind: "server", phase: "idle" });
   assert.equal(item.visible, false);
 });
 
-test("a cancelled export (a newer save replaced it) shows what was there before, or the newer export", () => {
-  const failed: StatusEvent[] = [
-    ...started,
-    { kind: "begin", token: "a", title: "onnxlens", message: "spectral" },
-    { kind: "end", token: "a", message: "spectral: 2 problems" },
-    { kind: "begin", token: "b", title: "onnxlens", message: "spectral" },
-    { kind: "report", token: "b", message: "capture" },
-  ];
-  assert.equal(text([...failed, { kind: "end", token: "b", message: "spectral: cancelled" }]), "$(error) ONNX: 2 problems (spectral)");
-  const replaced: StatusEvent[] = [
-    ...failed,
-    { kind: "begin", token: "c", title: "onnxlens", message: "spectral" },
-    { kind: "end", token: "b", message: "spectral: cancelled" },
-  ];
-  assert.equal(text(replaced), "$(sync~spin) ONNX: spectral");
-  assert.equal(text([...replaced, { kind: "end", token: "c", message: "spectral: exported in 0.40 s" }]), "$(check) ONNX: spectral 0.40 s");
+test("a cancelled export (a newer save replaced it) shows what was there before, then the newer export", () => {
+  const replaced = [...started, begins("spectral"), failed("spectral", 2), begins("spectral"), stage("spectral", "capture"), cancelled("spectral")];
+  assert.equal(text(replaced), "$(error) ONNX: 2 problems (spectral)");
+  // The server runs the newer export once the cancelled one has gone.
+  assert.equal(text([...replaced, begins("spectral")]), "$(sync~spin) ONNX: spectral");
+  assert.equal(text([...replaced, begins("spectral"), ok("spectral", 0.4)]), "$(check) ONNX: spectral 0.40 s");
   // A first export that is cancelled leaves nothing behind.
-  assert.deepEqual(
-    run([...started, { kind: "begin", token: "a", title: "onnxlens", message: "mlp" }, { kind: "end", token: "a", message: "mlp: cancelled" }]).targets,
-    {},
-  );
+  assert.deepEqual(run([...started, begins("mlp"), cancelled("mlp")]).targets, {});
 });

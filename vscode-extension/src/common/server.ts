@@ -1,22 +1,25 @@
 /**
  * Starting the onnxlens language server (`python -m onnxlens.server`, LSP on stdio) and the
- * client options that connect it to the rest of the extension: settings, progress for the
- * status entry, and window/showDocument for reports.
+ * client options that connect it to the rest of the extension: settings, the export status
+ * notifications (and the end of progress) for the status entry, and window/showDocument for
+ * reports.
  */
 import * as vscode from "vscode";
 import {
   CancellationToken,
+  ClientCapabilities,
   DidChangeConfigurationNotification,
   Executable,
   LanguageClient,
   LanguageClientOptions,
   ResponseError,
   RevealOutputChannelOn,
+  StaticFeature,
 } from "vscode-languageclient/node";
 import { CONFIG_SECTION, EXTENSION_NAME, SERVER_ID, SERVER_MODULE } from "./constants";
 import { Logger } from "./logging";
 import { ServerSettings } from "./settings";
-import { progressToStatusEvent, StatusEvent } from "./status";
+import { EXPORT_STATUS_CAPABILITY, EXPORT_STATUS_NOTIFICATION, exportStatusFromWire, StatusEvent } from "./status";
 
 /** The documents the server cares about: Python sources and the config files. */
 export const DOCUMENT_SELECTOR = [
@@ -35,7 +38,7 @@ export function serverExecutable(python: string, cwd?: string): Executable {
 }
 
 export interface ServerHooks {
-  /** Every work-done progress notification from the server (the status entry follows them). */
+  /** The server's export statuses and the end of its progress (the status entry follows them). */
   onStatusEvent(event: StatusEvent): void;
   /** window/showDocument: return true when handled (reports), false to let the client do it. */
   showDocument(uri: vscode.Uri): Promise<boolean>;
@@ -51,6 +54,16 @@ export interface ServerStartOptions {
   traceChannel: vscode.OutputChannel;
   hooks: ServerHooks;
 }
+
+/** Announces that the extension wants `onnxlens/exportStatus` (the server sends it only then). */
+const exportStatusFeature: StaticFeature = {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = { ...(capabilities.experimental as object | undefined), ...EXPORT_STATUS_CAPABILITY };
+  },
+  initialize(): void {},
+  getState: () => ({ kind: "static" }),
+  clear(): void {},
+};
 
 export async function startServer(options: ServerStartOptions): Promise<LanguageClient> {
   const { logger, hooks } = options;
@@ -74,7 +87,9 @@ export async function startServer(options: ServerStartOptions): Promise<Language
         },
       },
       handleWorkDoneProgress: (token, params, next) => {
-        hooks.onStatusEvent(progressToStatusEvent(token, params));
+        if (params.kind === "end") {
+          hooks.onStatusEvent({ kind: "progress-ended" });
+        }
         next(token, params);
       },
       window: {
@@ -90,6 +105,13 @@ export async function startServer(options: ServerStartOptions): Promise<Language
   };
   const executable = serverExecutable(options.python, options.cwd);
   client = new LanguageClient(SERVER_ID, EXTENSION_NAME, { run: executable, debug: executable }, clientOptions);
+  client.registerFeature(exportStatusFeature);
+  client.onNotification(EXPORT_STATUS_NOTIFICATION, (params: unknown) => {
+    const status = exportStatusFromWire(params);
+    if (status) {
+      hooks.onStatusEvent({ kind: "export", status });
+    }
+  });
   logger.info(`starting server: ${options.python} -m ${SERVER_MODULE} (cwd ${options.cwd ?? "(none)"})`);
   await client.start();
   logger.info(`server started (${client.initializeResult?.serverInfo?.name ?? "onnxlens"} ${client.initializeResult?.serverInfo?.version ?? ""})`.trimEnd());

@@ -2,81 +2,77 @@
  * The status bar entry: warming up, exporting (target and stage), ok (time, node count) or
  * failed (problem count).
  *
- * The state is a pure function of events (server lifecycle and the server's work-done progress:
- * begin message = target, report message = stage, end message = outcome such as
- * "mlp: exported in 0.21 s" or "spectral: 2 problems"); `renderStatus` turns it into what is
- * shown. Both are unit-tested; `StatusView` only copies the rendering onto a StatusBarItem.
+ * The state is a pure function of events: the server's lifecycle (from the manager), the
+ * server's `onnxlens/exportStatus` notifications (structured: one when an export begins, enters
+ * a stage and ends, and when a cached result is shown) and the end of any work-done progress
+ * (the server's warm-up is one: once a progress has ended, the server is past its start).
+ * `renderStatus` turns the state into what is shown. Both are unit-tested; `StatusView` only
+ * copies the rendering onto a StatusBarItem.
  */
 import * as vscode from "vscode";
+
+/** The notification's method; the extension asks for it with this experimental capability. */
+export const EXPORT_STATUS_NOTIFICATION = "onnxlens/exportStatus";
+export const EXPORT_STATUS_CAPABILITY = { onnxlens: { exportStatus: true } };
+
+/** `onnxlens/exportStatus` params: the server's ExportStatus.to_dict() (exporter/types.py), snake_case. */
+export interface ExportStatus {
+  target: string;
+  state: "exporting" | "ok" | "failed" | "cancelled";
+  stage: string | null; // while exporting: the running stage (null when it begins)
+  seconds: number | null; // finished: how long the export took
+  node_count: number | null;
+  problems: number; // error findings
+  warnings: number; // warning findings (a `mismatch`, say)
+  cached: boolean;
+  verified: boolean | null;
+  summary: string; // the progress's end message ("mlp: exported in 0.21 s, 42 nodes")
+}
+
+const STATES = new Set(["exporting", "ok", "failed", "cancelled"]);
+const isNumber = (value: unknown): value is number => typeof value === "number" && Number.isFinite(value);
+
+/** The params of an exportStatus notification, checked; undefined for anything else. */
+export function exportStatusFromWire(value: unknown): ExportStatus | undefined {
+  const data = value as Record<string, unknown> | null;
+  if (typeof data !== "object" || data === null || typeof data.target !== "string" || !data.target || !STATES.has(data.state as string)) {
+    return undefined;
+  }
+  return {
+    target: data.target,
+    state: data.state as ExportStatus["state"],
+    stage: typeof data.stage === "string" ? data.stage : null,
+    seconds: isNumber(data.seconds) ? data.seconds : null,
+    node_count: isNumber(data.node_count) ? data.node_count : null,
+    problems: isNumber(data.problems) ? data.problems : 0,
+    warnings: isNumber(data.warnings) ? data.warnings : 0,
+    cached: data.cached === true,
+    verified: typeof data.verified === "boolean" ? data.verified : null,
+    summary: typeof data.summary === "string" ? data.summary : "",
+  };
+}
 
 export type ServerPhase = "idle" | "starting" | "running" | "stopped" | "not-ready";
 
 export type TargetState =
   | { phase: "exporting"; stage?: string; previous?: TargetState } // previous: shown again if cancelled
-  | { phase: "ok"; seconds?: string; nodes?: number; summary: string }
-  | { phase: "failed"; problems?: number; summary: string };
+  | { phase: "ok"; seconds?: number; nodes?: number; warnings: number; cached: boolean; summary: string }
+  | { phase: "failed"; problems: number; summary: string };
 
 export interface StatusState {
   server: ServerPhase;
   serverDetail?: string; // why it is stopped / not ready
-  warmingUp: boolean; // the server said it is warming up, or nothing has finished yet
+  warmingUp: boolean; // from the server's start until a progress or an export has ended
   targets: Record<string, TargetState>;
   order: string[]; // target names, most recently changed last
-  tokens: Record<string, string>; // progress token -> target
 }
 
 export type StatusEvent =
   | { kind: "server"; phase: ServerPhase; detail?: string }
-  | { kind: "begin"; token: string; title?: string; message?: string }
-  | { kind: "report"; token: string; message?: string }
-  | { kind: "end"; token: string; message?: string };
+  | { kind: "export"; status: ExportStatus }
+  | { kind: "progress-ended" };
 
-/** The LSP work-done progress values (structurally; this module does not need the client). */
-export type ProgressValue =
-  | { kind: "begin"; title: string; message?: string }
-  | { kind: "report"; message?: string }
-  | { kind: "end"; message?: string };
-
-/** A work-done progress notification ($/progress) as a status event. */
-export function progressToStatusEvent(token: string | number, value: ProgressValue): StatusEvent {
-  const key = String(token);
-  switch (value.kind) {
-    case "begin":
-      return { kind: "begin", token: key, title: value.title, message: value.message };
-    case "report":
-      return { kind: "report", token: key, message: value.message };
-    case "end":
-      return { kind: "end", token: key, message: value.message };
-  }
-}
-
-export const INITIAL_STATUS: StatusState = { server: "idle", warmingUp: false, targets: {}, order: [], tokens: {} };
-
-/** An end message parsed: "mlp: exported in 0.21 s, 42 nodes", "spectral: 2 problems". */
-export function parseOutcome(message: string): TargetState {
-  const summary = message.replace(/^[^:]*:\s*/, "") || message;
-  const problems = /(\d+)\s+problems?/.exec(message);
-  const failed = problems !== null || /\b(fail|failed|error|crash|timed out|timeout)/i.test(message);
-  if (failed) {
-    return { phase: "failed", problems: problems ? Number(problems[1]) : undefined, summary };
-  }
-  const seconds = /(\d+(?:\.\d+)?)\s*s\b/.exec(message);
-  const nodes = /(\d+)\s+(?:onnx\s+)?nodes?/i.exec(message);
-  return {
-    phase: "ok",
-    seconds: seconds ? seconds[1] : undefined, // as the server wrote it ("0.20", not 0.2)
-    nodes: nodes ? Number(nodes[1]) : undefined,
-    summary,
-  };
-}
-
-/** The target an end message names ("mlp: ..."), if it names one. */
-function targetOfOutcome(message: string | undefined): string | undefined {
-  const match = message ? /^([^:\s]+):/.exec(message) : null;
-  return match ? match[1] : undefined;
-}
-
-const isWarmUp = (text?: string) => text !== undefined && /warm/i.test(text);
+export const INITIAL_STATUS: StatusState = { server: "idle", warmingUp: false, targets: {}, order: [] };
 
 function withTarget(state: StatusState, name: string, target: TargetState): StatusState {
   return {
@@ -97,10 +93,27 @@ function settled(target: TargetState | undefined): TargetState | undefined {
   return target?.phase === "exporting" ? target.previous : target;
 }
 
-function withoutToken(state: StatusState, token: string): StatusState {
-  const tokens = { ...state.tokens };
-  delete tokens[token];
-  return { ...state, tokens };
+/** A target's state after one of its export statuses. The server runs one export per target at
+ * a time, so a target's statuses never interleave: a cancelled export goes back to what was shown. */
+function nextTarget(current: TargetState | undefined, status: ExportStatus): TargetState | undefined {
+  switch (status.state) {
+    case "exporting":
+      return { phase: "exporting", stage: status.stage ?? undefined, previous: settled(current) };
+    case "cancelled":
+      return settled(current);
+    case "ok":
+      return {
+        phase: "ok",
+        seconds: status.seconds ?? undefined,
+        nodes: status.node_count ?? undefined,
+        warnings: status.warnings,
+        cached: status.cached,
+        summary: status.summary,
+      };
+    case "failed":
+      // Every finding counts, as in the summary ("spectral: 3 problems") and the code lens.
+      return { phase: "failed", problems: status.problems + status.warnings, summary: status.summary };
+  }
 }
 
 export function nextStatus(state: StatusState, event: StatusEvent): StatusState {
@@ -110,44 +123,14 @@ export function nextStatus(state: StatusState, event: StatusEvent): StatusState 
         // A new server process: what the old one said no longer holds.
         return { ...INITIAL_STATUS, server: "starting", warmingUp: true };
       }
-      return { ...state, server: event.phase, serverDetail: event.detail, tokens: event.phase === "running" ? state.tokens : {} };
-    case "begin": {
-      const target = event.message?.trim();
-      if (!target || isWarmUp(target) || isWarmUp(event.title)) {
-        return { ...state, warmingUp: true, tokens: { ...state.tokens, [event.token]: "" } };
-      }
-      return withTarget({ ...state, tokens: { ...state.tokens, [event.token]: target } }, target, {
-        phase: "exporting",
-        previous: settled(state.targets[target]),
-      });
-    }
-    case "report": {
-      const target = state.tokens[event.token];
-      if (!target) {
-        return state; // warm-up progress, or a token we never saw begin
-      }
-      const current = state.targets[target];
-      return withTarget(state, target, {
-        phase: "exporting",
-        stage: event.message?.trim() || undefined,
-        previous: current?.phase === "exporting" ? current.previous : current,
-      });
-    }
-    case "end": {
-      const target = state.tokens[event.token] || targetOfOutcome(event.message);
-      const rest = { ...withoutToken(state, event.token), warmingUp: false };
-      if (!target) {
-        return rest;
-      }
-      if (/\bcancel+ed\b/i.test(event.message ?? "")) {
-        // A newer save replaced this export: its own progress (if begun) goes on; else as before.
-        const current = rest.targets[target];
-        if (Object.values(rest.tokens).includes(target) || current?.phase !== "exporting") {
-          return rest;
-        }
-        return current.previous ? withTarget(rest, target, current.previous) : withoutTarget(rest, target);
-      }
-      return withTarget(rest, target, parseOutcome(event.message ?? `${target}: done`));
+      return { ...state, server: event.phase, serverDetail: event.detail };
+    case "progress-ended":
+      return { ...state, warmingUp: false };
+    case "export": {
+      const { status } = event;
+      const rest = status.state === "ok" || status.state === "failed" ? { ...state, warmingUp: false } : state;
+      const target = nextTarget(state.targets[status.target], status);
+      return target ? withTarget(rest, status.target, target) : withoutTarget(rest, status.target);
     }
   }
 }
@@ -164,25 +147,31 @@ function describeTarget(name: string, target: TargetState): string {
     case "exporting":
       return target.stage ? `${name}: exporting (${target.stage})` : `${name}: exporting`;
     case "ok": {
-      const parts = [target.seconds !== undefined ? `${target.seconds} s` : undefined, target.nodes !== undefined ? `${target.nodes} nodes` : undefined].filter(Boolean);
+      const parts = [
+        target.seconds !== undefined ? `${seconds(target.seconds)} s` : undefined,
+        target.nodes !== undefined ? `${target.nodes} nodes` : undefined,
+        target.warnings > 0 ? plural(target.warnings, "warning") : undefined,
+        target.cached ? "cached" : undefined,
+      ].filter(Boolean);
       return parts.length ? `${name}: ok (${parts.join(", ")})` : `${name}: ${target.summary}`;
     }
     case "failed":
-      return target.problems !== undefined ? `${name}: ${plural(target.problems, "problem")}` : `${name}: ${target.summary}`;
+      return `${name}: ${plural(target.problems, "problem")}`;
   }
 }
 
 type OkTarget = Extract<TargetState, { phase: "ok" }>;
 
-/** "mlp 0.21 s · 42 nodes" (what the end message told), or "mlp ok". */
+/** "mlp 0.21 s · 42 nodes", or "mlp ok". */
 function okText(name: string, target: OkTarget): string {
   const parts = [
-    target.seconds !== undefined ? `${target.seconds} s` : undefined,
+    target.seconds !== undefined ? `${seconds(target.seconds)} s` : undefined,
     target.nodes !== undefined ? plural(target.nodes, "node") : undefined,
   ].filter(Boolean);
   return parts.length ? `${name} ${parts.join(" · ")}` : `${name} ok`;
 }
 
+const seconds = (value: number) => value.toFixed(2); // as the server's summary writes them
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export function renderStatus(state: StatusState): StatusRendering {
@@ -202,11 +191,8 @@ export function renderStatus(state: StatusState): StatusRendering {
   }
   const failed = names.filter((name) => state.targets[name].phase === "failed");
   if (failed.length > 0) {
-    const counts = failed.map((name) => (state.targets[name] as { problems?: number }).problems);
-    const text = counts.every((n) => n !== undefined)
-      ? `${plural(counts.reduce((a, b) => (a ?? 0) + (b ?? 0), 0) ?? 0, "problem")} (${failed.join(", ")})`
-      : `${failed.join(", ")} failed`;
-    return { text: `$(error) ONNX: ${text}`, tooltip, severity: "error", busy: false };
+    const problems = failed.reduce((sum, name) => sum + (state.targets[name] as { problems: number }).problems, 0);
+    return { text: `$(error) ONNX: ${plural(problems, "problem")} (${failed.join(", ")})`, tooltip, severity: "error", busy: false };
   }
   if (names.length > 0) {
     return { text: `$(check) ONNX: ${okText(names[0], state.targets[names[0]] as OkTarget)}`, tooltip, severity: "info", busy: false };

@@ -1,0 +1,100 @@
+"""The editor as the features talk to it: what the server sends (logs, messages, diagnostics,
+progress, lens refreshes, documents to show, export status) and asks (settings).
+
+The one module that knows pygls' sending API, and the one holder of `ClientFeatures`: every
+"can the client do X" is answered from what `initialize` resolved, and a message the client did
+not ask for is not sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from onnxlens.exporter.types import ExportStatus
+
+from .capabilities import ClientFeatures
+from .progress import Progress
+
+log = logging.getLogger("onnxlens.server.lsp")
+
+# The custom notification the VS Code status bar follows (clients opt in: capabilities.py).
+EXPORT_STATUS = "onnxlens/exportStatus"
+
+
+class Client:
+    def __init__(self, server: LanguageServer) -> None:
+        self._server = server
+        self.features = ClientFeatures()  # until `initialize`: a client that announced nothing
+        self.log_level = logging.INFO  # the `logLevel` setting
+
+    def initialize(self, capabilities: lsp.ClientCapabilities) -> ClientFeatures:
+        """Resolve what the client can do, once (pygls negotiated the position encoding already)."""
+        self.features = ClientFeatures.of(capabilities, self._server.workspace.position_encoding)
+        return self.features
+
+    # --- the workspace the client opened -----------------------------------------------------
+    def folders(self) -> list[str]:
+        """The paths of the workspace folders; the root path for a client without folders."""
+        folders = [to_fs_path(f.uri) for f in self._server.workspace.folders.values()]
+        if not folders and self._server.workspace.root_path:
+            folders = [self._server.workspace.root_path]
+        return [f for f in folders if f]
+
+    # --- messages ----------------------------------------------------------------------------
+    def log(self, level: int, message: str) -> None:
+        """At or above the `logLevel` setting: to the client's output panel; below it: to stderr
+        at debug level. Not both: editors show the server's stderr in the same panel, so a
+        message sent both ways appears twice."""
+        if level < self.log_level:
+            log.debug(message)
+            return
+        kind = (lsp.MessageType.Error if level >= logging.ERROR else lsp.MessageType.Warning
+                if level >= logging.WARNING else lsp.MessageType.Info if level >= logging.INFO
+                else lsp.MessageType.Log)
+        self._server.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+
+    def show_message(self, kind: lsp.MessageType, message: str) -> None:
+        self._server.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
+
+    # --- results -----------------------------------------------------------------------------
+    def publish_diagnostics(self, uri: str, diagnostics: list[lsp.Diagnostic]) -> None:
+        self._server.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
+
+    def refresh_code_lens(self) -> None:
+        if self.features.code_lens_refresh:
+            # Fire and forget; a client that fails the request just keeps its old lenses.
+            self._server.workspace_code_lens_refresh(None).add_done_callback(
+                lambda future: future.cancelled() or future.exception())
+
+    def export_status(self, status: ExportStatus) -> None:
+        """`onnxlens/exportStatus`, params `ExportStatus.to_dict()`: the dataclass's field names as
+        they are (snake_case: target, state, stage, seconds, node_count, problems, warnings,
+        cached, verified, summary), like the `onnxlens/stats` reply. Sent when an export begins,
+        enters a stage and ends (ok, failed, cancelled), and when a cached result is shown; only
+        to a client that asked for it."""
+        if self.features.export_status:
+            self._server.protocol.notify(EXPORT_STATUS, status.to_dict())
+
+    async def begin_progress(self, message: str, *, cancellable: bool,
+                             on_cancel: Callable[[], None] | None = None) -> Progress:
+        """Work-done progress; one that does nothing for a client that does not show progress."""
+        manager = self._server.work_done_progress if self.features.work_done_progress else None
+        return await Progress.begin(manager, message, cancellable=cancellable, on_cancel=on_cancel)
+
+    async def show_document(self, uri: str) -> bool:
+        """window/showDocument (the caller checks `features.show_document`); True if shown."""
+        result = await self._server.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+        return bool(result and result.success)
+
+    # --- questions ---------------------------------------------------------------------------
+    async def configuration(self, section: str) -> Any:
+        """workspace/configuration for one section (the caller checks `features.configuration`)."""
+        [value] = await self._server.workspace_configuration_async(lsp.ConfigurationParams(
+            items=[lsp.ConfigurationItem(section=section)]))
+        return value

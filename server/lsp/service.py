@@ -1,0 +1,62 @@
+"""The language server's export service: one ExportService at a time, made when the workspace
+opens (cached results need no worker), its worker started in the background, replaced by
+`onnxlens.restartWorker`. Exports wait until the worker has started (or failed to); nothing
+else does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.server.exports import ExportService
+from onnxlens.server.worker import EventSink
+
+
+class ServiceSlot:
+    def __init__(self) -> None:
+        self.current: ExportService | None = None
+        self._ready = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def worker_pid(self) -> int | None:
+        worker = self.current.worker if self.current is not None else None
+        return worker.pid if worker is not None else None
+
+    def create(self, *, jobs: int) -> None:
+        """An ExportService, if there is none: it answers from the cache before its worker runs."""
+        if self.current is None:
+            self.current = ExportService(jobs=jobs)
+
+    async def start(self, *, jobs: int) -> None:
+        """Start the worker (a new service with `jobs` if there is none); raises if it cannot.
+        Exports waiting for it go on either way: a worker that did not start fails them visibly."""
+        self._ready.clear()
+        self.create(jobs=jobs)
+        try:
+            await self.current.start()  # type: ignore[union-attr]
+        finally:
+            self._ready.set()
+
+    async def stop(self) -> None:
+        """Stop the worker and drop the service (the next `start` makes a new one)."""
+        self._ready.clear()
+        service, self.current = self.current, None
+        if service is not None:
+            await service.shutdown()
+
+    def cached(self, spec: TargetSpec) -> ExportResult | None:
+        return self.current.cached(spec) if self.current is not None else None
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def export(self, spec: TargetSpec, on_event: EventSink, *, use_cache: bool | None) -> ExportResult:
+        await self._ready.wait()
+        if self.current is None:
+            raise RuntimeError("the export service was stopped")
+        return await self.current.export(spec, on_event, use_cache=use_cache)

@@ -1,0 +1,164 @@
+"""What the features share: the client, the settings, the projects (one per config file), the
+published diagnostics, the export service and the scheduler, and the few things several features
+do with them (track a config, export a project, start or stop the worker).
+
+Features get the session (and, where they need it, the triggers); they never import each other
+or the server. The scheduler reports to the session through two callbacks: a result (recorded,
+published, logged) and an export's status (lenses refreshed, `onnxlens/exportStatus` sent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types as lsp
+
+from onnxlens.exporter.types import ExportResult, ExportStatus
+from onnxlens.server.config import find_config
+
+from .client import Client
+from .diagnostics import Diagnostics, SourceLines
+from .project import Project, norm
+from .scheduler import ExportScheduler
+from .service import ServiceSlot
+from .settings import Settings, parse_settings
+from .watcher import DiskWatcher
+
+
+class Session:
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.settings = Settings()
+        self.projects: dict[str, Project] = {}  # config file -> project
+        self.lines = SourceLines()
+        self.diagnostics = Diagnostics(client, self.lines)
+        self.service = ServiceSlot()
+        self.scheduler = ExportScheduler(settings=lambda: self.settings, service=self.service,
+                                         begin_progress=client.begin_progress,
+                                         on_result=self._export_finished, on_status=self._export_status)
+        self.watcher: DiskWatcher | None = None  # set by Triggers.start_watching
+
+    def log(self, level: int, message: str) -> None:
+        self.client.log(level, message)
+
+    # --- settings ------------------------------------------------------------------------
+    def apply_settings(self, raw: Any) -> Settings:
+        """Apply the client's settings over the current ones (a bad value keeps the old one and
+        is logged); returns the settings before."""
+        before = self.settings
+        self.settings, problems = parse_settings(raw, before)
+        self.client.log_level = self.settings.logging_level
+        logging.getLogger("onnxlens").setLevel(self.settings.logging_level)
+        for problem in problems:
+            self.log(logging.WARNING, problem)
+        return before
+
+    # --- projects ------------------------------------------------------------------------
+    def add_project(self, config_file: Path) -> Project | None:
+        """Start tracking a config file; returns the new project, None if it was known already."""
+        project = Project(config_file)
+        if project.key in self.projects:
+            return None
+        self.projects[project.key] = project
+        project.load()
+        self.diagnostics.publish_config(project)
+        if self.watcher is not None:
+            # inotify adds one watch per directory, walking the tree: not on the event loop.
+            asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
+        self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
+                               f"{', '.join(project.targets) or '(none)'}")
+        return project
+
+    def add_folder(self, folder: Path, *, export: bool) -> Project | None:
+        """A workspace folder: track the config that governs it, if there is one."""
+        config = find_config(folder)
+        if config is None:
+            self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
+            return None
+        project = self.add_project(config)
+        if project is not None and export:
+            self.export_project(project, reason="folder added")
+        return project
+
+    def remove_project(self, project: Project) -> None:
+        for name in project.targets:
+            self.scheduler.cancel(project, name)
+            self.diagnostics.clear_target(project, name)
+        self.diagnostics.clear_config(project)
+        self.projects.pop(project.key, None)
+
+    def export_everything(self, *, reason: str) -> None:
+        for project in list(self.projects.values()):
+            self.export_project(project, reason=reason)
+
+    def export_project(self, project: Project, *, reason: str) -> None:
+        """Show cached results at once where the service has them (no worker needed); export the rest."""
+        for name, state in list(project.targets.items()):
+            try:
+                result = self.service.cached(self.settings.applied_to(state.spec))
+            except Exception as error:  # noqa: BLE001 - a cache problem only costs an export
+                self.log(logging.WARNING, f"onnxlens: cache lookup for {name} failed: {error}")
+                result = None
+            if result is not None:
+                self.scheduler.show_cached(project, name, result)
+            else:
+                self.scheduler.request(project, name, reason, delay_s=0)
+
+    def projects_containing(self, path: str) -> list[Project]:
+        return [p for p in self.projects.values() if p.contains(path)]
+
+    def find_targets(self, name: str) -> list[tuple[Project, str]]:
+        return [(p, name) for p in self.projects.values() if name in p.targets]
+
+    def is_ignored_dir(self, path: str) -> bool:
+        """A directory not worth watching: outputs, VCS data, environments, caches."""
+        path = norm(path)
+        return any(p.contains(path) and p.is_ignored_dir(path) for p in self.projects.values())
+
+    # --- the export worker -----------------------------------------------------------------
+    async def start_service(self) -> None:
+        """Start the export worker; exports wait for it, other requests do not."""
+        progress = await self.client.begin_progress("warming up", cancellable=False)
+        self.log(logging.INFO, "onnxlens: warming up the export worker")
+        try:
+            await self.service.start(jobs=self.settings.jobs)
+        except Exception as error:  # noqa: BLE001 - report it; exports will fail visibly as diagnostics
+            self.log(logging.ERROR, f"onnxlens: the export worker did not start: {error}")
+            self.client.show_message(lsp.MessageType.Error, f"onnxlens: the export worker did not start: {error}")
+        else:
+            self.log(logging.INFO, "onnxlens: export worker ready")
+        progress.end("ready")
+
+    async def restart_service(self) -> None:
+        """Stop every job and the worker, start a fresh one (with the current `jobs` setting)."""
+        await self.scheduler.cancel_all()
+        await self.service.stop()
+        self.log(logging.INFO, "onnxlens: restarting the export worker")
+        await self.start_service()
+
+    async def stop(self) -> None:
+        """Cancel every job, stop the worker and the watcher (shutdown, or the client vanished)."""
+        await self.scheduler.cancel_all()
+        await self.service.stop()
+        if self.watcher is not None:
+            self.watcher.stop()
+
+    # --- what the scheduler reports --------------------------------------------------------
+    def _export_finished(self, project: Project, target: str, result: ExportResult, reason: str | None) -> None:
+        state = project.targets.get(target)
+        if state is None:
+            return
+        state.record(result)
+        self.diagnostics.publish_target(project, target)
+        summary = ExportStatus.of_result(result).summary
+        self.log(logging.INFO, f"{summary} [{reason}]" if reason else summary)
+
+    def _export_status(self, status: ExportStatus) -> None:
+        if status.state == "cancelled":
+            self.log(logging.INFO, f"{status.target}: export cancelled")
+        elif status.stage is None:  # an export began or ended: the lenses say so
+            self.client.refresh_code_lens()
+        self.client.export_status(status)

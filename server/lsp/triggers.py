@@ -1,0 +1,133 @@
+"""What makes the server export: a file saved in the editor or changed on disk (watchdog), and
+edits of the config file.
+
+A save or disk change of a file re-exports the targets whose closure contains it; a file no
+target depends on exports nothing. The config file reloads the configuration and re-exports the
+targets whose definition changed. The editor's save and watchdog's event for it race; whichever
+comes second finds the file as already seen and does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from pathlib import Path
+
+from onnxlens.server.config import CONFIG_NAMES, find_config
+
+from .project import Project, norm
+from .session import Session
+from .watcher import DiskWatcher
+
+_UNSEEN = object()  # no signature recorded for the path yet
+
+
+class Triggers:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
+        # editor just saved (didSave already handled it) must not export twice.
+        self._signatures: dict[str, tuple[int, int] | None] = {}
+        self._reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending config reload
+
+    def start_watching(self) -> None:
+        """Watch the disk (on the running event loop); projects added from now on are watched."""
+        session = self._session
+        session.watcher = DiskWatcher(asyncio.get_running_loop(), self.disk_changed,
+                                      ignore_dir=session.is_ignored_dir)
+        session.watcher.start()
+
+    def saved(self, path: str) -> None:
+        """The editor saved `path`. A save without changes exports nothing: the result would be
+        the cached one (and a started job is not cancelled for the same content)."""
+        if self._signature_changed(path):
+            self.file_changed(path, reason=f"saved {Path(path).name}")
+
+    def disk_changed(self, path: str) -> None:
+        """A watchdog event (on the event loop): act only if the file really differs from last time."""
+        session = self._session
+        path = norm(path)
+        projects = [p for p in session.projects_containing(path) if not p.is_ignored(path)]
+        if not projects and Path(path).name in CONFIG_NAMES:
+            self._maybe_new_config(path)
+            return
+        if not projects:
+            return
+        before = self._signatures.get(path, _UNSEEN)
+        if not self._signature_changed(path):
+            return
+        if path.endswith(".py") and (before is _UNSEEN or (before is None) != (self._signatures[path] is None)):
+            # A Python file appeared or vanished (deleted, renamed, restored): the config may name
+            # it. Re-validating the config turns a missing model file into a `config` diagnostic on
+            # the line naming it and clears the target's old diagnostics; its return re-adds the
+            # target. Reloading an unchanged config exports nothing.
+            for project in projects:
+                self._reload_config_soon(project)
+        self.file_changed(path, reason=f"{Path(path).name} changed on disk")
+
+    def file_changed(self, path: str, *, reason: str) -> None:
+        session = self._session
+        for project in list(session.projects.values()):
+            if path == str(project.config_file):
+                self._reload_config_soon(project)
+                continue
+            if not session.settings.export_on_save or project.is_ignored(path):
+                continue
+            for target in project.targets_depending_on(path):
+                session.scheduler.request(project, target, reason)
+
+    def _signature_changed(self, path: str) -> bool:
+        """True if the file differs from when we last acted on it (and remember it now)."""
+        try:
+            stat = os.stat(path)
+            signature = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            signature = None
+        if path in self._signatures and self._signatures[path] == signature:
+            return False
+        self._signatures[path] = signature
+        return True
+
+    def _reload_config_soon(self, project: Project) -> None:
+        """Reload after the debounce time, like exports: a watchdog event can catch the file
+        half-written (truncated), and reading that would drop every target for a moment."""
+        if (timer := self._reloads.pop(project.key, None)) is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._reloads[project.key] = loop.call_later(self._session.settings.debounce_ms / 1000,
+                                                     self._reload_now, project)
+
+    def _reload_now(self, project: Project) -> None:
+        self._reloads.pop(project.key, None)
+        if self._session.projects.get(project.key) is project:  # not removed meanwhile
+            self._config_changed(project)
+
+    def _config_changed(self, project: Project) -> None:
+        session = self._session
+        if not project.config_file.exists():
+            session.log(logging.INFO, f"onnxlens: {project.config_file} was removed")
+            session.remove_project(project)
+            return
+        changed, removed = project.load()
+        session.diagnostics.publish_config(project)
+        for name in removed:
+            session.scheduler.cancel(project, name)
+            session.diagnostics.clear_target(project, name)
+        if session.settings.export_on_save:
+            for name in changed:
+                session.scheduler.request(project, name, "configuration changed")
+        session.client.refresh_code_lens()
+
+    def _maybe_new_config(self, path: str) -> None:
+        """A config file appeared in a workspace folder that had none."""
+        session = self._session
+        parent = str(Path(path).parent)
+        if parent not in {norm(folder) for folder in session.client.folders()}:
+            return
+        config = find_config(Path(parent))
+        if config is None or norm(config.parent) != parent:
+            return
+        project = session.add_project(config)
+        if project is not None:
+            session.export_project(project, reason="configuration added")
