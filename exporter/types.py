@@ -19,7 +19,7 @@ from typing import Any, Callable, ClassVar, Union
 # Pipeline stages, in order. A finding's `stage` is one of these.
 STAGES = ("load", "capture", "decompose", "scan", "translate", "check", "verify", "save")
 
-# Diagnostic code -> default severity (DESIGN.md, "Findings and diagnostic codes").
+# Diagnostic code -> default severity (docs/diagnostics.md).
 CODES: dict[str, str] = {
     "config": "error",
     "import": "error",

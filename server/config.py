@@ -5,7 +5,7 @@ offending line (and the columns of the offending key or value) of the config fil
 underlines it and `onnxlens check` prints it like any other problem. A target with a mistake is
 left out of `Workspace.targets`; the other targets stay exportable.
 
-Keys (DESIGN.md "Configuration"), global and per target where marked:
+Keys (docs/configuration.md), global and per target where marked:
     output-dir (global), verify*, timeout*, opset*, memory-limit* (MB; an onnxlens extension),
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations.

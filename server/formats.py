@@ -1,4 +1,4 @@
-"""`onnxlens check` output: findings and results as text, JSON (DESIGN.md schema) or SARIF 2.1.0.
+"""`onnxlens check` output: findings and results as text, JSON (the schema in docs/cli.md) or SARIF 2.1.0.
 
 Every conversion of findings into an output format lives here, so the three formats agree on
 paths, lines and columns:
@@ -25,7 +25,7 @@ from onnxlens.server.config import Workspace
 INFORMATION_URI = "https://pypi.org/project/onnxlens/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 
-# One line per diagnostic code (DESIGN.md's table), for SARIF rules.
+# One line per diagnostic code (docs/diagnostics.md), for SARIF rules.
 CODE_DESCRIPTIONS = {
     "config": "The onnxlens configuration is invalid.",
     "import": "The target's module failed to import.",
