@@ -4,7 +4,7 @@ Everything here is a dataclass of str/int/float/bool/list/dict, so it crosses th
 between the processes as a dict (`to_dict` / `from_dict`). No torch, no pygls: the server
 imports this module, and so does the worker.
 
-Conventions (the contract in docs/contracts.md):
+Conventions (the contracts in docs/: diagnostics.md, cli.md):
 * paths are absolute in the data; the CLI makes them workspace-relative when it prints them;
 * lines are 1-based; columns are 1-based and `end_column` is exclusive (as in SARIF), so the
   LSP conversion is `character = column - 1`, `end character = end_column - 1`.

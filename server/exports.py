@@ -2,7 +2,7 @@
 
 Both `onnxlens check` and the language server use it, so CI and the editor run one code path:
 a result from the on-disk cache if the target is unchanged (server/cache.py), otherwise a job
-on the warm export worker (server/worker.py -> exporter/zygote.py), at most `jobs` at once.
+on the warm export worker (server/worker.py -> exporter/worker/zygote.py), at most `jobs` at once.
 
 Failures of the machinery itself become findings on the target, never exceptions: a worker that
 cannot start (no torch in the user's interpreter, another onnxlens version) is a `crash` finding

@@ -1,6 +1,6 @@
-"""The server's client of one export worker process (exporter/zygote.py). asyncio; no torch.
+"""The server's client of one export worker process (exporter/worker/zygote.py). asyncio; no torch.
 
-`Worker` starts `python -m onnxlens.exporter.zygote` with the user's interpreter and
+`Worker` starts `python -m onnxlens.exporter.worker.zygote` with the user's interpreter and
 environment, sends it jobs as msgpack frames and routes its replies to the waiting jobs. The
 zygote supervises the children (deadlines, crashes); this side cancels jobs, notices a zygote
 that died (every job in flight then fails with WorkerDied) or stopped answering, and stops it.
