@@ -262,7 +262,7 @@ async def test_a_job_cancelled_while_saving_finishes_its_save(service, tmp_path)
     saving = asyncio.Event()
     task = asyncio.create_task(service.export(
         spec_for(tmp_path, "wide.py"),
-        lambda event: saving.set() if (event.get("stage"), event.get("state")) == ("save", "begin") else None))
+        lambda event: saving.set() if event == StageEvent(stage="save", state="begin") else None))
     await asyncio.wait_for(saving.wait(), 120)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
