@@ -11,16 +11,8 @@ import os
 import pytest
 import pytest_asyncio
 
-from tests.support.faults import (
-    Session,
-    good_save_exports,
-    leftover_temp_files,
-    make_fault_workspace,
-    marked_line,
-    net_source,
-    onnx_files,
-    onnx_width,
-)
+from tests.support.faults import (Session, good_save_exports, leftover_temp_files, make_fault_workspace, marked_line,
+                                  net_source, onnx_files, onnx_width)
 from tests.support.workspace import line_of
 
 # (id, how to break the config text, the text on the line the diagnostic must be on,

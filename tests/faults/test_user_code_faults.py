@@ -18,8 +18,8 @@ import pytest_asyncio
 from tests.support.faults import (
     HELPER_TEMPLATE,
     Session,
-    good_save_exports,
     alive,
+    good_save_exports,
     leftover_temp_files,
     make_fault_workspace,
     marked_line,

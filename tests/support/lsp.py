@@ -139,15 +139,17 @@ class Client(LanguageClient):
         Session records the server's processes here)."""
 
     async def close(self) -> None:
-        """shutdown + exit if the server still runs (killed if it does not obey, and then the
-        failure is raised), and stop the client."""
+        """shutdown + exit if the server still runs, and stop the client. A server still running
+        then (it did not obey, or was never initialized) is killed; a failed shutdown is raised
+        after the cleanup."""
         failure = None
         if self.server_alive():
             try:
                 await asyncio.wait_for(self.shutdown_session(), REQUEST_WAIT)
             except Exception as error:  # noqa: BLE001 - raised below, after the cleanup
                 failure = error
-                self._server.kill()  # type: ignore[union-attr]
+        if self.server_alive():
+            self._server.kill()  # type: ignore[union-attr]
         try:
             await asyncio.wait_for(self.stop(), 15)
         except Exception:  # noqa: BLE001 - teardown of a server that was killed
