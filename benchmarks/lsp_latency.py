@@ -1,8 +1,9 @@
 """Save -> diagnostics published, through the LSP, next to the worker's own job time.
 
-    .venv/bin/python benchmarks/lsp_latency.py [--runs 7]
+    .venv/bin/python -m benchmarks.lsp_latency [--runs 7]     (from the repository root)
 
-A real `python -m onnxlens.server` on a copy of examples/, driven by pygls' client. For the mlp
+A real `python -m onnxlens.server` on a copy of examples/, driven by the tests' recording client
+(tests/support/lsp.py, pytest-lsp's client on pygls; needs the test extra). For the mlp
 and the encoder: append a new comment to the model file (new content, so never a cache hit),
 send didSave, and time until the server publishes the diagnostics of that file (it does after
 every export, clean or not). Debounce is 0 here so the table shows what the server itself adds;
@@ -23,81 +24,49 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from lsprotocol import types as lsp
-from pygls.lsp.client import LanguageClient
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.lsp import Client, uri
+from tests.support.workspace import copy_examples
+
 TARGETS = {"mlp": "models/mlp.py", "encoder": "models/encoder.py"}
 
 
-def plain(value):
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [plain(v) for v in value]
-    return value
-
-
-async def stats(client: LanguageClient) -> dict:
-    return plain(await client.protocol.send_request_async("onnxlens/stats", {}))
-
-
-async def finished(client: LanguageClient, target: str) -> int:
-    counts = (await stats(client))["per_target"].get(target, {})
+def _finished(data: dict, target: str) -> int:
+    counts = data["per_target"].get(target, {})
     return counts.get("finished", 0) + counts.get("cached", 0)
 
 
 async def run(runs: int) -> list[dict]:
-    workspace = Path(tempfile.mkdtemp(prefix="onnxlens-bench-")) / "examples"
-    shutil.copytree(REPO / "examples", workspace, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
-    client = LanguageClient("onnxlens-bench", "1")
-    published: dict[str, list[float]] = {}
-
-    @client.feature(lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def on_diagnostics(params: lsp.PublishDiagnosticsParams) -> None:
-        published.setdefault(params.uri, []).append(time.perf_counter())
-
-    @client.feature(lsp.WINDOW_LOG_MESSAGE)
-    def on_log(params: lsp.LogMessageParams) -> None:
-        pass
-
-    await client.start_io(sys.executable, "-m", "onnxlens.server")
-    await client.initialize_async(lsp.InitializeParams(
-        process_id=None, capabilities=lsp.ClientCapabilities(), root_uri=workspace.as_uri(),
-        workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name="examples")],
-        initialization_options={"onnxlens": {"debounceMs": 0}}))
-    client.initialized(lsp.InitializedParams())
+    workspace = copy_examples(Path(tempfile.mkdtemp(prefix="onnxlens-bench-")))
+    client = await Client.launch(workspace, editor=None, settings={"debounceMs": 0})
     for target in TARGETS:  # the initial exports (worker warm-up) are not measured
-        while await finished(client, target) < 1:
-            await asyncio.sleep(0.1)
+        await client.exports_finished(target, 1)
+
+    def published(uri: str) -> list[float]:
+        """Arrival times of the diagnostics published for `uri` (recorded by the client)."""
+        return [e.time for e in client.events
+                if e.method == lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS and e.params.uri == uri]
 
     rows = []
     for target, relative in TARGETS.items():
         path = workspace / relative
-        uri = path.as_uri()
+        file_uri = uri(path)
         lsp_s, service_s, job_s, inside_s = [], [], [], []
         for i in range(runs + 1):  # the first run warms this target's imports in the worker
-            before = await finished(client, target)
-            count = len(published.get(uri, []))
+            before = _finished(await client.stats(), target)
+            count = len(published(file_uri))
             path.write_text(path.read_text() + f"\n# benchmark edit {i}\n")
-            saved = time.perf_counter()
-            client.text_document_did_save(lsp.DidSaveTextDocumentParams(
-                text_document=lsp.TextDocumentIdentifier(uri=uri)))
-            while len(published.get(uri, [])) <= count:
-                await asyncio.sleep(0.001)
-            arrived = published[uri][count]
-            while await finished(client, target) <= before:
-                await asyncio.sleep(0.01)
-            last = (await stats(client))["last"][target]
+            saved = time.monotonic()  # the clock the client stamps arrivals with
+            client.save(path)
+            await client.wait_for(lambda: len(published(file_uri)) > count, f"diagnostics of {path.name}")
+            arrived = published(file_uri)[count]
+            last = (await client.exports_finished(target, before + 1))["last"][target]
             if i == 0:
                 continue
             lsp_s.append(arrived - saved)
@@ -105,15 +74,13 @@ async def run(runs: int) -> list[dict]:
             job_s.append(last["job_seconds"])
             inside_s.append(last["trigger_to_publish_seconds"] - last["debounce_seconds"] - last["service_seconds"])
             await asyncio.sleep(0.3)  # let the watchdog echo of the write pass (it is ignored)
-        cancelled = (await stats(client))["per_target"][target]["cancelled"]
+        cancelled = (await client.stats())["per_target"][target]["cancelled"]
         rows.append({"target": target, "runs": runs, "cancelled": cancelled, "lsp": statistics.median(lsp_s),
                      "service": statistics.median(service_s), "job": statistics.median(job_s),
                      "overhead": statistics.median(a - b for a, b in zip(lsp_s, service_s)),
                      "inside": statistics.median(inside_s),
                      "around_job": statistics.median(a - b for a, b in zip(lsp_s, job_s))})
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    await client.close()
     return rows
 
 

@@ -1,8 +1,11 @@
 """Soak test of the language server (issue 6): many save cycles, good and broken, on three
 targets, through the real LSP on stdio. NOT part of the test suite (it runs for minutes).
 
-    .venv/bin/python benchmarks/soak.py                 # 500 cycles, prints a markdown report
-    .venv/bin/python benchmarks/soak.py --cycles 150 --write benchmarks/SOAK.md
+    .venv/bin/python -m benchmarks.soak                 # 500 cycles, prints a markdown report
+    .venv/bin/python -m benchmarks.soak --cycles 150 --write benchmarks/SOAK.md
+
+(from the repository root, as a module: it drives the server with the fault matrix's helpers,
+tests/support/, which need the test extra: pip install -e '.[test]')
 
 Each cycle saves one target's model file (round-robin over three targets) in the next state
 of its good/broken alternation: good states change the model's output width (so the .onnx
@@ -31,18 +34,9 @@ from pathlib import Path
 
 import psutil
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests" / "faults"), str(REPO / "tests")]  # faultkit and its helpers
-
-from faultkit import (  # noqa: E402 - the fault-matrix harness: a real server, real client
-    HELPER_TEMPLATE,
-    Session,
-    marked_line,
-    net_source,
-    onnx_width,
-    pyproject,
-    write,
-)
+# the fault matrix's harness: a real server, a real client
+from tests.support.faults import HELPER_TEMPLATE, Session, marked_line, net_source, onnx_width, pyproject
+from tests.support.workspace import write
 
 TARGETS = ("alpha", "beta", "gamma")
 SERVER_RSS_GROWTH_MB = 60  # bound on server RSS growth over the run
@@ -99,7 +93,7 @@ def make_workspace(root: Path) -> None:
 
 async def run(soak: Soak) -> tuple[bool, str]:
     make_workspace(soak.root)
-    session = await Session.start(soak.root)
+    session = await Session.launch(soak.root)
     started = time.monotonic()
     try:
         for target in TARGETS:
@@ -128,9 +122,9 @@ async def run(soak: Soak) -> tuple[bool, str]:
                 text = broken_source(version)
                 await session.wait_for(lambda p=path, v=version, t=text: any(
                     d.code == "setup" and d.range.start.line == marked_line(t) - 1
-                    and f"broken v{v}" in d.message for d in session.diagnostics(p)),
+                    and f"broken v{v}" in d.message for d in session.diagnostics_of(p)),
                     f"{target}'s last (broken) save diagnosed", timeout=300)
-        await asyncio.sleep(3)  # let anything still scheduled run, then check again
+        await session.wait_idle(quiet=3, timeout=300)  # let anything still scheduled run, then check again
         soak.sample(session, soak.cycles, started)
         counters = await session.stats()
         problems = check_final(soak, session)
@@ -143,7 +137,7 @@ async def run(soak: Soak) -> tuple[bool, str]:
 def check_final(soak: Soak, session: Session) -> list[str]:
     problems = []
     for target, (version, good) in soak.last.items():
-        diags = session.diagnostics(soak.model(target))
+        diags = session.diagnostics_of(soak.model(target))
         if good:
             if diags:
                 problems.append(f"{target}: stale diagnostics after a good last save: "
@@ -177,7 +171,7 @@ def report(soak: Soak, counters: dict, problems: list[str], elapsed: float) -> t
     lines = [
         "# Soak: save cycles through the language server",
         "",
-        f"`benchmarks/soak.py --cycles {soak.cycles} --pause {soak.pause}` on "
+        f"`python -m benchmarks.soak --cycles {soak.cycles} --pause {soak.pause}` on "
         f"{platform.machine()}, {psutil.cpu_count()} cores, Python {platform.python_version()}; "
         f"machine shared with other jobs. Wall time {elapsed:.0f} s.",
         "",

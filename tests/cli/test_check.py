@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from example_workspace import copy_examples, line_of
+from tests.support.workspace import EXAMPLES, copy_examples, line_of
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 TEXT_DIAGNOSTIC = re.compile(r"^(?P<file>\S+):(?P<line>\d+):(?P<column>\d+): (?P<severity>error|warning)\[(?P<code>[a-z-]+)\] (?P<message>.+)$")
 

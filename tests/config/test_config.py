@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from example_workspace import line_of
+from tests.support.workspace import line_of
 from onnxlens.server.config import find_config, load_workspace
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,11 +9,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from example_workspace import EXAMPLES, copy_examples, line_of  # noqa: F401 - re-exported for the tests
 from onnxlens.exporter.pipeline import Pipeline
 from onnxlens.exporter.types import TargetSpec
-
-REPO = Path(__file__).resolve().parents[2]
 
 _pipeline: Pipeline | None = None
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from example_workspace import line_of
+from tests.support.workspace import line_of
 from onnxlens.exporter import locations
 from onnxlens.exporter.locations import Origin, Workspace, classify
 from onnxlens.exporter.types import Location, TargetSpec

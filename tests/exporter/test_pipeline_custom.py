@@ -7,7 +7,8 @@ from pathlib import Path
 import onnx
 import pytest
 
-from engine_support import line_of, shared_pipeline, spec_for, write
+from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.support.workspace import line_of
 
 OPS = '''
 import torch

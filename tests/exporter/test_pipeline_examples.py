@@ -12,7 +12,8 @@ import torch
 
 from onnxlens.exporter.types import STAGES, StageEvent
 
-from engine_support import copy_examples, line_of, shared_pipeline, spec_for
+from tests.exporter.engine_support import shared_pipeline, spec_for
+from tests.support.workspace import copy_examples, line_of
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine_support import line_of, shared_pipeline, spec_for, write
+from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.support.workspace import line_of
 
 MODELS = '''
 import torch

@@ -330,7 +330,7 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
     pipeline exports (a warning does not fail the export), verifies, and the finding and the
     report point at the user's file. (The package is not called `models`: the shared in-process
     pipeline would keep it in sys.modules and shadow the examples' `models` of later tests.)"""
-    from engine_support import shared_pipeline, spec_for, write
+    from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
     model_file = write(tmp_path, "mismatch_models/net.py", """
         import torch

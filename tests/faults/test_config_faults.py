@@ -11,16 +11,9 @@ import os
 import pytest
 import pytest_asyncio
 
-from faultkit import (
-    onnx_files,
-    Session,
-    config_line,
-    leftover_temp_files,
-    make_fault_workspace,
-    marked_line,
-    net_source,
-    onnx_width,
-)
+from tests.support.faults import (Session, good_save_exports, leftover_temp_files, make_fault_workspace, marked_line,
+                                  net_source, onnx_files, onnx_width)
+from tests.support.workspace import line_of
 
 # (id, how to break the config text, the text on the line the diagnostic must be on,
 #  which occurrence of that text)
@@ -56,7 +49,7 @@ def ws(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(ws):
-    session = await Session.start(ws.root)
+    session = await Session.launch(ws.root)
     session.open(ws.config)
     session.open(ws.net)
     session.save(ws.net)
@@ -66,10 +59,7 @@ async def session(ws):
 
 
 async def next_save_works(session: Session, ws) -> None:
-    version = ws.next_version()
-    session.save(ws.net, net_source(version))
-    await session.wait_clean_export(ws.onnx, version, ws.net, ws.config)
-    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await good_save_exports(session, ws, ws.config)
     await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
 
@@ -84,8 +74,7 @@ async def test_config_fault(session: Session, ws, row_id, breaks, needle, occurr
     bad = breaks(good)
     session.save(ws.config, bad)
 
-    diagnostic = await session.wait_diagnostic(ws.config, "config",
-                                               config_line(bad, needle, occurrence))
+    diagnostic = await session.wait_diagnostic(ws.config, "config", line_of(ws.config, needle, occurrence))
     assert diagnostic.severity == 1
     assert "Traceback" not in diagnostic.message
     await session.ping(ws.config)
@@ -94,7 +83,7 @@ async def test_config_fault(session: Session, ws, row_id, breaks, needle, occurr
     assert all(a.path.read_bytes() == a.data for a in onnx_before)
 
     session.save(ws.config, good)
-    await session.wait_for(lambda: not session.diagnostics(ws.config),
+    await session.wait_for(lambda: not session.diagnostics_of(ws.config),
                            "the config diagnostic cleared after the fix")
     await next_save_works(session, ws)
 
@@ -117,9 +106,9 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     else:
         os.rename(ws.net, moved)
 
-    model_line = config_line(ws.config.read_text(), 'model = "models/net.py:build_model"')
+    model_line = line_of(ws.config, 'model = "models/net.py:build_model"')
     await session.wait_diagnostic(ws.config, "config", model_line)
-    await session.wait_for(lambda: not session.diagnostics(ws.net),
+    await session.wait_for(lambda: not session.diagnostics_of(ws.net),
                            f"the diagnostics of the {how} file cleared")
     await session.ping(ws.config)
     for artifact in onnx_before:
@@ -132,10 +121,10 @@ async def test_target_file_deleted_or_renamed_while_watched(session: Session, ws
     if how == "renamed":
         os.rename(moved, ws.net)
     await next_save_works(session, ws)
-    assert not session.diagnostics(ws.config)
+    assert not session.diagnostics_of(ws.config)
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_zz_shutdown_leaves_no_process(session: Session, ws):
-    left = await session.shutdown()
+    left = await session.leftovers_after_shutdown()
     assert not left, f"processes left after shutdown: {left}"

@@ -16,13 +16,13 @@ import subprocess
 import pytest
 import pytest_asyncio
 
-from faultkit import (
-    onnx_files,
+from tests.support.faults import (
     Session,
+    good_save_exports,
     leftover_temp_files,
     make_fault_workspace,
     net_source,
-    onnx_width,
+    onnx_files,
 )
 
 TMPFS_SIZE = "512k"
@@ -47,7 +47,7 @@ def ws(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(ws):
-    session = await Session.start(ws.root)
+    session = await Session.launch(ws.root)
     session.open(ws.net)
     session.save(ws.net)
     await session.wait_clean_export(ws.onnx, 1, ws.net)
@@ -81,10 +81,7 @@ async def test_disk_full_during_save(session: Session, ws):
     await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out), "a half-written file was left on the full disk"
 
-    version = ws.next_version()
-    session.save(ws.net, net_source(version))
-    await session.wait_clean_export(ws.onnx, version, ws.net)
-    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await good_save_exports(session, ws)
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -103,10 +100,7 @@ async def test_output_dir_not_writable(session: Session, ws):
     finally:
         _mount("-o", "remount,rw", str(ws.out))
 
-    version = ws.next_version()
-    session.save(ws.net, net_source(version))
-    await session.wait_clean_export(ws.onnx, version, ws.net)
-    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await good_save_exports(session, ws)
     await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out)
     assert os.statvfs(ws.out).f_bavail > 0
@@ -114,5 +108,5 @@ async def test_output_dir_not_writable(session: Session, ws):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_zz_shutdown_leaves_no_process(session: Session, ws):
-    left = await session.shutdown()
+    left = await session.leftovers_after_shutdown()
     assert not left, f"processes left after shutdown: {left}"

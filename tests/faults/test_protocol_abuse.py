@@ -2,7 +2,7 @@
 paths outside the workspace get an error response; the server does not crash, runs no code
 the workspace config does not name, and opens nothing outside the workspace.
 
-Spoken over raw stdio (faultkit.RawServer) because a typed client cannot send garbage.
+Spoken over raw stdio (tests.support.lsp.RawServer) because a typed client cannot send garbage.
 """
 
 from __future__ import annotations
@@ -12,36 +12,11 @@ import time
 import psutil
 import pytest
 
-from faultkit import (
-    RawServer,
-    make_fault_workspace,
-    net_source,
-    onnx_width,
-    tree,
-    uri,
-    uri_path,
-    wait_gone,
-    write,
-)
+from tests.support.faults import exported, make_fault_workspace, net_source, tree, wait_gone
+from tests.support.lsp import RawServer, uri, uri_path
+from tests.support.workspace import write
 
 COMMANDS = ["onnxlens.openReport", "onnxlens.showExportedProgram", "onnxlens.export"]
-
-
-def wait_until(predicate, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def exported(path, width):
-    try:
-        return path.exists() and onnx_width(path) == width
-    except Exception:  # noqa: BLE001 - being replaced right now
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +37,7 @@ def server(ws):
     server = RawServer(ws.root)
     server.initialize()
     server.open_and_save(ws.net)
-    wait_until(lambda: exported(ws.onnx, 1), "the first export")
+    server.wait_until(lambda: exported(ws.onnx, 1), "the first export")
     yield server
     server.kill()
 
@@ -155,7 +130,7 @@ def test_saving_files_no_target_names_runs_nothing(server: RawServer, ws):
     version = ws.next_version()
     write(ws.net, net_source(version))
     server.notify("textDocument/didSave", {"textDocument": {"uri": uri(ws.net)}})
-    wait_until(lambda: exported(ws.onnx, version), "the normal save's export")
+    server.wait_until(lambda: exported(ws.onnx, version), "the normal save's export")
     time.sleep(2)
     assert not (ws.scratch / "PWNED-outside").exists(), (ws.scratch / "PWNED-outside").read_text()
 
@@ -177,9 +152,6 @@ def test_no_network_socket_anywhere_in_the_server_tree(server: RawServer, ws):
 def test_zz_shutdown_leaves_no_process(server: RawServer, ws):
     procs = tree(server.proc.pid)
     assert len(procs) >= 2, "expected the server and its worker"
-    reply = server.call("shutdown")
-    assert "error" not in reply, reply
-    server.notify("exit")
-    assert server.proc.wait(timeout=30) == 0
+    assert server.shutdown() == 0
     left = wait_gone(procs)
     assert not left, f"processes left after shutdown: {left}"

@@ -16,7 +16,7 @@ import pytest_asyncio
 
 from lsprotocol import types
 
-from faultkit import (
+from tests.support.faults import (
     Session,
     alive,
     leftover_temp_files,
@@ -47,7 +47,7 @@ def jobs_run(ws) -> list[int]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(ws):
-    session = await Session.start(ws.root)
+    session = await Session.launch(ws.root)
     session.open(ws.net)
     session.save(ws.net, net_source(1, module=log_hook(ws)))
     await session.wait_clean_export(ws.onnx, 1, ws.net)
@@ -57,7 +57,7 @@ async def session(ws):
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_hundred_saves_in_two_seconds_export_the_final_content_once(session: Session, ws):
-    await asyncio.sleep(1)  # let the start-up export's stragglers (if any) finish
+    await session.wait_idle()  # the start-up export's stragglers (if any) have finished
     (ws.scratch / "imports.log").unlink(missing_ok=True)
     versions = [ws.next_version() for _ in range(SAVES)]
     for version in versions:
@@ -92,10 +92,11 @@ async def test_save_during_an_export_cancels_it_and_no_stale_result_shows(sessio
     await session.wait_clean_export(ws.onnx, final, ws.net)
     await asyncio.sleep(SETTLE_SECONDS)  # longer than the slow job would have run
 
-    stale = [(uri, d.message) for t, uri, diags in session.client.diagnostic_history
-             if t >= started for d in diags if d.code == "setup"]
+    stale = [(event.params.uri, d.message) for event in session.events
+             if event.method == types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS and event.time >= started
+             for d in event.params.diagnostics if d.code == "setup"]
     assert not stale, f"the cancelled job's result was published: {stale}"
-    assert not session.diagnostics(ws.net)
+    assert not session.diagnostics_of(ws.net)
     assert not alive(slow_pid), "the cancelled job's process is still running"
     assert jobs_run(ws).count(final) == 1
 
@@ -116,7 +117,7 @@ async def test_export_cancelled_in_the_middle_of_its_save_leaves_nothing_behind(
     # the job is writing when its staging directory appears next to the .onnx
     await session.wait_for(lambda: [p for p in ws.out.iterdir() if p.name.startswith(".net.onnx.")],
                            "the big model's save to start", timeout=120)
-    await asyncio.wait_for(session.client.workspace_execute_command_async(types.ExecuteCommandParams(
+    await asyncio.wait_for(session.workspace_execute_command_async(types.ExecuteCommandParams(
         command="onnxlens.export", arguments=["net"])), 30)  # re-export now: kills the saving job
 
     final = ws.next_version()
@@ -131,5 +132,5 @@ async def test_export_cancelled_in_the_middle_of_its_save_leaves_nothing_behind(
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_zz_shutdown_leaves_no_process(session: Session, ws):
-    left = await session.shutdown()
+    left = await session.leftovers_after_shutdown()
     assert not left, f"processes left after shutdown: {left}"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from faultkit import Session, pyproject, write
+from tests.support.faults import Session, pyproject
+from tests.support.workspace import write
 
 TAIL = '''
     return nn.Linear(4, 4)
@@ -79,7 +80,7 @@ def ws(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(ws):
-    session = await Session.start(ws)
+    session = await Session.launch(ws)
     yield session
     await session.close()
 
@@ -103,7 +104,7 @@ async def test_setup_error_line_and_column(session: Session, ws, name, encoding)
     # the next normal save works (and clears the diagnostic)
     session.save(path, GOOD.replace("\n", "\r\n") if name == "crlf" else GOOD)
     onnx = ws / ".onnxlens" / f"{name}.onnx"
-    await session.wait_for(lambda: onnx.exists() and not session.diagnostics(path),
+    await session.wait_for(lambda: onnx.exists() and not session.diagnostics_of(path),
                            f"{name} exported and its diagnostic cleared")
 
 
@@ -117,11 +118,11 @@ async def test_non_utf8_source_without_cookie_is_an_import_error_on_its_line(ses
 
     session.save(path, GOOD)
     onnx = ws / ".onnxlens" / "nonutf8.onnx"
-    await session.wait_for(lambda: onnx.exists() and not session.diagnostics(path),
+    await session.wait_for(lambda: onnx.exists() and not session.diagnostics_of(path),
                            "nonutf8 exported and its diagnostic cleared")
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_zz_shutdown_leaves_no_process(session: Session, ws):
-    left = await session.shutdown()
+    left = await session.leftovers_after_shutdown()
     assert not left, f"processes left after shutdown: {left}"

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from faultkit import (
+from tests.support.faults import (
     HELPER_TEMPLATE,
     Session,
     alive,
+    good_save_exports,
     leftover_temp_files,
     make_fault_workspace,
     marked_line,
@@ -97,7 +98,7 @@ def ws(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def session(ws):
-    session = await Session.start(ws.root)
+    session = await Session.launch(ws.root)
     session.open(ws.net)
     session.open(ws.helper)
     session.save(ws.net)  # the first export: the known-good state every row starts from
@@ -109,12 +110,9 @@ async def session(ws):
 async def recover(session: Session, ws, *, restore_helper: bool) -> None:
     """The next normal save works: a good model with a new width is exported and every
     onnxlens diagnostic is gone."""
-    version = ws.next_version()
     if restore_helper:
         session.save(ws.helper, HELPER_TEMPLATE)
-    session.save(ws.net, net_source(version))
-    await session.wait_clean_export(ws.onnx, version, ws.net, ws.helper)
-    await session.wait_for(lambda: not session.all_diagnostics(), "every diagnostic cleared")
+    await good_save_exports(session, ws, ws.helper)
 
 
 @pytest.mark.asyncio(loop_scope="module")
@@ -204,13 +202,13 @@ async def test_model_printing_megabytes_does_not_block(session: Session, ws):
     session.save(ws.net, net_source(version, module=flood, forward="print('x' * 1_000_000)"))
     await session.wait_clean_export(ws.onnx, version, ws.net, ws.helper)
     await session.ping(ws.net)
-    assert session.client.error is None, f"the protocol stream broke: {session.client.error}"
+    assert session.error is None, f"the protocol stream broke: {session.error}"
 
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_zz_shutdown_leaves_no_process(session: Session, ws):
     """After every row above: shutdown + exit ends the server, the worker and every child."""
     assert len(session.seen) >= 2, "expected to have seen the server and its worker"
-    left = await session.shutdown()
+    left = await session.leftovers_after_shutdown()
     assert not left, f"processes left after shutdown: {left}"
-    assert session.client._server.returncode == 0
+    assert session._server.returncode == 0

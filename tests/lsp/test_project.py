@@ -7,7 +7,7 @@ from __future__ import annotations
 from onnxlens.exporter.types import ExportResult, Finding, Location
 from onnxlens.server.lsp.project import Project, norm
 
-from lsp_support import copy_examples, line_of
+from tests.support.workspace import copy_examples, line_of
 
 
 def test_before_any_result_the_closure_is_the_files_the_config_names(tmp_path):
@@ -19,7 +19,7 @@ def test_before_any_result_the_closure_is_the_files_the_config_names(tmp_path):
     assert project.targets_depending_on(norm(ws / "models/features.py")) == []  # not known yet
     definition = project.targets["spectral"].model_definition()
     assert definition.file == norm(ws / "models/spectral.py")
-    assert definition.line == line_of(ws / "models/spectral.py", "class SpectralNet") + 1
+    assert definition.line == line_of(ws / "models/spectral.py", "class SpectralNet")
 
 
 def test_closure_learned_from_results_and_kept_across_a_failed_import(tmp_path):

@@ -11,13 +11,12 @@ import re
 import time
 
 import pytest
-import pytest_lsp
+import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
-from pytest_lsp import LanguageClient
 
-from lsp_support import (cleared, copy_examples, exports_finished, line_of, open_file, save_file, server_config,
-                      start_session, stats, wait_until)
+from tests.support.lsp import Client
+from tests.support.workspace import copy_examples, lsp_line
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -27,122 +26,108 @@ DEBOUNCE_MS = 150
 QUIET_S = 1.5
 
 
-@pytest_lsp.fixture(config=server_config(), scope="module")
-async def client(lsp_client: LanguageClient, tmp_path_factory):
-    lsp_client.workspace_path = copy_examples(tmp_path_factory.mktemp("session"))
-    await start_session(lsp_client, lsp_client.workspace_path, "visual-studio-code",
-                        {"debounceMs": DEBOUNCE_MS})
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(tmp_path_factory):
+    client = await Client.launch(copy_examples(tmp_path_factory.mktemp("session")), editor="visual-studio-code",
+                                 settings={"debounceMs": DEBOUNCE_MS})
     for target in ("mlp", "encoder", "spectral"):
-        await exports_finished(lsp_client, target, 1)
-    yield
-    await lsp_client.shutdown_session()
+        await client.exports_finished(target, 1)
+    yield client
+    await client.close()
 
 
-async def _idle(client: LanguageClient) -> dict:
+async def _idle(client: Client) -> dict:
     """Stats once no export is pending or running."""
-    async def poll():
-        while True:
-            data = await stats(client)
-            if not data["running"]:
-                await asyncio.sleep(QUIET_S)
-                again = await stats(client)
-                if not again["running"] and again["started"] == data["started"]:
-                    return again
-            await asyncio.sleep(0.1)
-    return await asyncio.wait_for(poll(), 180)
+    return await client.wait_idle(quiet=QUIET_S, timeout=180)
 
 
 def _started(data: dict, target: str) -> int:
     return data["per_target"].get(target, {}).get("started", 0)
 
 
-def _touch_encoder(client: LanguageClient, why: str) -> None:
-    encoder = client.workspace_path / "models/encoder.py"
-    save_file(client, encoder, encoder.read_text() + f"\n# {why}\n")
+def _touch_encoder(client: Client, why: str) -> None:
+    encoder = client.root / "models/encoder.py"
+    client.save(encoder, encoder.read_text() + f"\n# {why}\n")
 
 
-async def test_warm_up_reported_and_workspace_exported_on_open(client: LanguageClient):
+async def test_warm_up_reported_and_workspace_exported_on_open(client: Client):
     begins = [reports[0] for reports in client.progress_reports.values() if reports]
     assert any(isinstance(b, lsp.WorkDoneProgressBegin) and b.title == "onnxlens" and b.message == "warming up"
                for b in begins)
     assert any("warming up" in m.message for m in client.log_messages)
-    data = await stats(client)
+    data = await client.stats()
     assert {"mlp", "encoder", "spectral"} <= set(data["per_target"])
     assert data["service_ready"]
     assert client.lens_refreshes > 0  # VS Code announced refreshSupport: lenses follow the results
 
 
-async def test_save_of_unrelated_file_exports_nothing(client: LanguageClient):
+async def test_save_of_unrelated_file_exports_nothing(client: Client):
     before = await _idle(client)
-    notes = client.workspace_path / "notes.py"
-    save_file(client, notes, "# not imported by any target\n")
-    await asyncio.sleep(QUIET_S)
-    after = await stats(client)
+    notes = client.root / "notes.py"
+    client.save(notes, "# not imported by any target\n")
+    after = await _idle(client)  # quiet for QUIET_S: a trigger that was going to export has started
     assert after["started"] == before["started"]
     assert after["triggers"] == before["triggers"]
 
 
-async def test_save_exports_only_the_targets_importing_the_file(client: LanguageClient):
+async def test_save_exports_only_the_targets_importing_the_file(client: Client):
     before = await _idle(client)
-    features = client.workspace_path / "models/features.py"
-    save_file(client, features, features.read_text() + "\n# touched\n")
-    await exports_finished(client, "spectral", before["per_target"]["spectral"]["finished"] + 1)
+    features = client.root / "models/features.py"
+    client.save(features, features.read_text() + "\n# touched\n")
+    await client.exports_finished("spectral", before["per_target"]["spectral"]["finished"] + 1)
     after = await _idle(client)
     assert _started(after, "spectral") == _started(before, "spectral") + 1
     assert _started(after, "mlp") == _started(before, "mlp")
     assert _started(after, "encoder") == _started(before, "encoder")
 
 
-async def test_change_on_disk_without_the_editor_reexports(client: LanguageClient):
+async def test_change_on_disk_without_the_editor_reexports(client: Client):
     before = await _idle(client)
-    mlp = client.workspace_path / "models/mlp.py"
+    mlp = client.root / "models/mlp.py"
     mlp.write_text(mlp.read_text() + "\n# formatted by another tool\n")  # no didSave: watchdog sees it
-    data = await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
+    data = await client.exports_finished("mlp", before["per_target"]["mlp"]["finished"] + 1)
     assert "changed on disk" in data["last"]["mlp"]["reason"]
     after = await _idle(client)
     assert _started(after, "mlp") == _started(before, "mlp") + 1  # one export, not one per event
 
 
-async def test_burst_of_saves_runs_at_most_two_exports_and_ends_with_the_final_content(client: LanguageClient):
+async def test_burst_of_saves_runs_at_most_two_exports_and_ends_with_the_final_content(client: Client):
     before = await _idle(client)
-    mlp = client.workspace_path / "models/mlp.py"
+    mlp = client.root / "models/mlp.py"
     original = mlp.read_text()
     final = original.replace("return self.net(x).softmax(dim=-1)",
                              "return torch.special.zeta(self.net(x).abs() + 2.0, 2.0)")
     assert final != original
     try:
         for i in range(19):
-            save_file(client, mlp, original + f"\n# edit {i}\n")
+            client.save(mlp, original + f"\n# edit {i}\n")
             await asyncio.sleep(0.02)
-        save_file(client, mlp, final)
+        client.save(mlp, final)
         after = await _idle(client)
         assert _started(after, "mlp") - _started(before, "mlp") <= 2
         assert after["per_target"]["mlp"]["finished"] > before["per_target"]["mlp"]["finished"]
-        zeta_line = line_of(mlp, "torch.special.zeta")
+        zeta_line = lsp_line(mlp, "torch.special.zeta")
         diagnostics = client.diagnostics.get(mlp.as_uri(), [])
         assert [d for d in diagnostics if d.code == "unsupported-op" and d.range.start.line == zeta_line], \
             diagnostics
     finally:
-        save_file(client, mlp, original)
-    await wait_until(lambda: cleared(client, mlp), 120, "mlp diagnostics cleared")
+        client.save(mlp, original)
+    await client.wait_for(lambda: client.cleared(mlp), "mlp diagnostics cleared", 120)
 
 
-async def test_requests_are_answered_while_an_export_runs(client: LanguageClient):
+async def test_requests_are_answered_while_an_export_runs(client: Client):
     await _idle(client)
-    mlp = client.workspace_path / "models/mlp.py"
-    spectral = client.workspace_path / "models/spectral.py"
-    open_file(client, spectral)
+    mlp = client.root / "models/mlp.py"
+    spectral = client.root / "models/spectral.py"
+    client.open(spectral)
     _touch_encoder(client, "responsiveness")  # new content: a real job, not a cache hit
 
-    async def encoder_running():
-        while "encoder" not in (await stats(client))["running"]:
-            await asyncio.sleep(0.01)
-    await asyncio.wait_for(encoder_running(), 60)
+    await client.wait_stats(lambda data: "encoder" in data["running"], "the encoder export running", 60)
 
     requests = {
         "hover": lambda: client.text_document_hover_async(lsp.HoverParams(
             text_document=lsp.TextDocumentIdentifier(uri=mlp.as_uri()),
-            position=lsp.Position(line=line_of(mlp, "self.net(x)"), character=12))),
+            position=lsp.Position(line=lsp_line(mlp, "self.net(x)"), character=12))),
         "codeAction": lambda: client.text_document_code_action_async(lsp.CodeActionParams(
             text_document=lsp.TextDocumentIdentifier(uri=spectral.as_uri()),
             range=lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=30, character=0)),
@@ -161,12 +146,12 @@ async def test_requests_are_answered_while_an_export_runs(client: LanguageClient
             times.append(time.perf_counter() - start)
         timings[name] = min(times)
 
-    assert "encoder" in (await stats(client))["running"], "the export must still run for this to mean anything"
+    assert "encoder" in (await client.stats())["running"], "the export must still run for this to mean anything"
     # The issue's explicit responsiveness requirement: the event loop is never blocked by an export.
     assert max(timings.values()) < 0.2, timings
 
 
-async def test_cancel_from_the_client_kills_the_job(client: LanguageClient):
+async def test_cancel_from_the_client_kills_the_job(client: Client):
     before = await _idle(client)
     known = set(client.progress_reports)
     _touch_encoder(client, "cancel")  # new content: a real job, not a cache hit
@@ -175,25 +160,24 @@ async def test_cancel_from_the_client_kills_the_job(client: LanguageClient):
         for token, reports in client.progress_reports.items():
             if token not in known and reports and getattr(reports[0], "message", None) == "encoder":
                 return token
-    token = await wait_until(encoder_token, 60, "encoder progress")
+    token = await client.wait_for(encoder_token, "encoder progress", 60)
     client.window_work_done_progress_cancel(lsp.WorkDoneProgressCancelParams(token=token))
-    await wait_until(lambda: any(isinstance(r, lsp.WorkDoneProgressEnd) for r in client.progress_reports[token]),
-                     30, "progress end")
+    await client.wait_progress_end(token, 30)
     assert client.progress_reports[token][-1].message == "encoder: cancelled"
     after = await _idle(client)
     assert after["per_target"]["encoder"]["cancelled"] == before["per_target"]["encoder"]["cancelled"] + 1
     assert after["per_target"]["encoder"]["finished"] == before["per_target"]["encoder"]["finished"]
 
 
-async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: LanguageClient):
+async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: Client):
     before = await _idle(client)
-    config = client.workspace_path / "pyproject.toml"
+    config = client.root / "pyproject.toml"
     original = config.read_text()
     # Changing one target's settings re-exports that target only.
     changed = original.replace('name = "mlp"\n', 'name = "mlp"\nverify = false\n')
     assert changed != original
-    save_file(client, config, changed)
-    await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
+    client.save(config, changed)
+    await client.exports_finished("mlp", before["per_target"]["mlp"]["finished"] + 1)
     after = await _idle(client)
     assert _started(after, "mlp") == _started(before, "mlp") + 1
     assert _started(after, "spectral") == _started(before, "spectral"), after["last"]
@@ -201,13 +185,13 @@ async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: La
     # A broken config: a `config` diagnostic on the broken target's table in the config file; the
     # other targets are untouched; fixing it clears the diagnostic.
     broken = original.replace('inputs = "models/mlp.py:example_inputs"\n', "")
-    save_file(client, config, broken)
-    [problem] = await wait_until(
-        lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"], 30, "config diagnostic")
-    assert problem.range.start.line == line_of(config, "[[tool.onnxlens.target]]")  # mlp's table
+    client.save(config, broken)
+    [problem] = await client.wait_for(
+        lambda: [d for d in client.diagnostics.get(config.as_uri(), []) if d.code == "config"], "config diagnostic", 30)
+    assert problem.range.start.line == lsp_line(config, "[[tool.onnxlens.target]]")  # mlp's table
     assert "inputs" in problem.message
-    save_file(client, config, original)
-    await wait_until(lambda: cleared(client, config), 30, "config diagnostic cleared")
+    client.save(config, original)
+    await client.wait_for(lambda: client.cleared(config), "config diagnostic cleared", 30)
     final = await _idle(client)
     assert _started(final, "spectral") == _started(before, "spectral")
 
@@ -222,52 +206,51 @@ async def test_config_edits_reload_and_invalid_config_is_a_diagnostic(client: La
     ("onnxlens.showExportedProgram", [{"nested": ["x"]}], "as a string"),
     ("onnxlens.showExportedProgram", ["no-such-target"], "unknown target"),
 ])
-async def test_bad_command_arguments_are_error_responses(client: LanguageClient, command, arguments, says):
+async def test_bad_command_arguments_are_error_responses(client: Client, command, arguments, says):
     shown = len(client.shown_documents)
     with pytest.raises(JsonRpcException, match=re.escape(says)):
         await asyncio.wait_for(client.workspace_execute_command_async(
             lsp.ExecuteCommandParams(command=command, arguments=arguments)), 10)
     assert len(client.shown_documents) == shown, "nothing opened"
-    assert (await stats(client))["service_ready"], "the server is still alive"
+    assert (await client.stats())["service_ready"], "the server is still alive"
 
 
-async def test_open_report_by_path_inside_the_output_dir(client: LanguageClient):
+async def test_open_report_by_path_inside_the_output_dir(client: Client):
     await _idle(client)
-    report = client.workspace_path / ".onnxlens" / "reports" / "mlp.md"
-    await wait_until(report.is_file, 10, "mlp's report (written by the pipeline)")
+    report = client.root / ".onnxlens" / "reports" / "mlp.md"
+    await client.wait_for(report.is_file, "mlp's report (written by the pipeline)", 10)
     await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="onnxlens.openReport", arguments=[str(report)]))
-    await wait_until(lambda: client.shown_documents and client.shown_documents[-1].uri == report.resolve().as_uri(),
-                     10, "window/showDocument of the report")
+    await client.wait_for(lambda: client.shown_documents and client.shown_documents[-1].uri == report.resolve().as_uri(),
+                          "window/showDocument of the report", 10)
 
 
-async def test_settings_turn_export_on_save_off_and_report_bad_values(client: LanguageClient):
+async def test_settings_turn_export_on_save_off_and_report_bad_values(client: Client):
     before = await _idle(client)
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
         settings={"onnxlens": {"exportOnSave": False, "debounceMs": "soon"}}))
-    mlp = client.workspace_path / "models/mlp.py"
-    save_file(client, mlp, mlp.read_text() + "\n# saved with exportOnSave off\n")
-    await asyncio.sleep(QUIET_S)
-    assert _started(await stats(client), "mlp") == _started(before, "mlp")
+    mlp = client.root / "models/mlp.py"
+    client.save(mlp, mlp.read_text() + "\n# saved with exportOnSave off\n")
+    assert _started(await _idle(client), "mlp") == _started(before, "mlp")
     assert any("debounceMs" in m.message for m in client.log_messages)
 
     # The pull model: an empty notification, the server asks with workspace/configuration.
     client.set_configuration({"exportOnSave": True}, section="onnxlens")
     logged = len(client.log_messages)
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings=None))
-    await wait_until(lambda: any("exportOnSave=True" in m.message for m in client.log_messages[logged:]),
-                     10, "settings pulled")
-    save_file(client, mlp, mlp.read_text() + "\n# and on again\n")
-    await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
+    await client.wait_for(lambda: any("exportOnSave=True" in m.message for m in client.log_messages[logged:]),
+                          "settings pulled", 10)
+    client.save(mlp, mlp.read_text() + "\n# and on again\n")
+    await client.exports_finished("mlp", before["per_target"]["mlp"]["finished"] + 1)
 
 
-async def test_restart_worker_then_export_still_works(client: LanguageClient):
+async def test_restart_worker_then_export_still_works(client: Client):
     before = await _idle(client)
     reply = await asyncio.wait_for(client.workspace_execute_command_async(lsp.ExecuteCommandParams(
         command="onnxlens.restartWorker", arguments=[])), 120)
     assert reply is not None
     await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="onnxlens.export", arguments=["mlp"]))
-    data = await exports_finished(client, "mlp", before["per_target"]["mlp"]["finished"] + 1)
+    data = await client.exports_finished("mlp", before["per_target"]["mlp"]["finished"] + 1)
     assert data["last"]["mlp"]["status"] == "ok"
     # The files did not change, but the user asked: a real export, not the cached result.
     assert data["last"]["mlp"]["cached"] is False

@@ -27,7 +27,7 @@ from onnxlens.server.lsp.project import Project, norm
 from onnxlens.server.lsp.server import OnnxlensServer
 from onnxlens.server.lsp.session import Session
 
-from lsp_support import copy_examples, line_of
+from tests.support.workspace import copy_examples, lsp_line
 
 
 def _feature_modules() -> set[str]:
@@ -117,7 +117,7 @@ def test_findings_are_placed_on_copies_and_without_location_on_the_model_definit
 
     published = client.published[Path(norm(spectral)).as_uri()]
     # 0-based on the wire: line 3, and the line of the model's `class` statement.
-    assert sorted(d.range.start.line for d in published) == sorted([2, line_of(spectral, "class SpectralNet")])
+    assert sorted(d.range.start.line for d in published) == sorted([2, lsp_line(spectral, "class SpectralNet")])
     assert all(d.data == {"config": project.key, "target": "spectral"} for d in published)
     # The stored result is as the worker sent it.
     assert located.location.file == spelled_otherwise and nowhere.location is None
@@ -133,5 +133,5 @@ def test_without_a_model_file_the_fallback_is_the_targets_config_line(tmp_path):
         file=str(project.config_file), line=project.workspace.target_lines["mlp"])
     spectral = fallback_location(project, "spectral")
     assert (spectral.file, spectral.line) == (norm(ws / "models/spectral.py"),
-                                              line_of(ws / "models/spectral.py", "class SpectralNet") + 1)
+                                              lsp_line(ws / "models/spectral.py", "class SpectralNet") + 1)
 

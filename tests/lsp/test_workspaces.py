@@ -3,17 +3,15 @@ folders added and removed, and a reopened workspace served from the result cache
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import psutil
 import pytest
-import pytest_lsp
+import pytest_asyncio
 from lsprotocol import types as lsp
-from pytest_lsp import LanguageClient
 
-from lsp_support import (SERVER, copy_examples, exports_finished, make_client, open_file, save_file, server_config,
-                         stats, wait_until)
+from tests.support.lsp import Client, poll_until
+from tests.support.workspace import copy_examples
 
 ONLY_MLP = re.compile(r"\n# Exports cleanly, with a dynamic batch.*", re.S)
 
@@ -25,37 +23,30 @@ def _single_target(workspace, name: str) -> None:
     config.write_text(text)
 
 
-@pytest_lsp.fixture(config=server_config())
-async def client(lsp_client: LanguageClient, tmp_path):
+@pytest_asyncio.fixture
+async def client(tmp_path):
     first = copy_examples(tmp_path / "a")
     second = copy_examples(tmp_path / "b")
     _single_target(first, "mlp")
     _single_target(second, "tiny")
-    lsp_client.roots = (first, second)
-    lsp_client.statuses = []
-    lsp_client.feature("onnxlens/exportStatus")(lambda client, params: client.statuses.append(params))
     # A client that announces no optional capability: no progress, no showDocument, no lens refresh.
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=lsp.ClientCapabilities(),
-        workspace_folders=[lsp.WorkspaceFolder(uri=first.as_uri(), name="a"),
-                           lsp.WorkspaceFolder(uri=second.as_uri(), name="b")],
-        initialization_options={"onnxlens": {"debounceMs": 100}}))
-    yield
-    await lsp_client.shutdown_session()
+    client = await Client.launch(first, second, editor=None, settings={"debounceMs": 100})
+    yield client
+    await client.close()
 
 
 @pytest.mark.asyncio
-async def test_one_config_per_root_folder_and_a_minimal_client(client: LanguageClient):
-    first, second = client.roots
-    await exports_finished(client, "mlp", 1)
-    data = await exports_finished(client, "tiny", 1)
+async def test_one_config_per_root_folder_and_a_minimal_client(client: Client):
+    first, second = client.folders
+    await client.exports_finished("mlp", 1)
+    data = await client.exports_finished("tiny", 1)
     assert sorted(p["config"] for p in data["projects"]) == sorted(
         str((root / "pyproject.toml").resolve()) for root in (first, second))
 
     # A save in the second root re-exports its target only.
     mlp_b = second / "models/mlp.py"
-    save_file(client, mlp_b, mlp_b.read_text() + "\n# edited in b\n")
-    data = await exports_finished(client, "tiny", 2)
+    client.save(mlp_b, mlp_b.read_text() + "\n# edited in b\n")
+    data = await client.exports_finished("tiny", 2)
     assert data["per_target"]["mlp"]["started"] == 1
 
     # No progress was created for a client that did not announce it, nor an export status sent
@@ -74,17 +65,10 @@ async def test_one_config_per_root_folder_and_a_minimal_client(client: LanguageC
     # Removing a folder forgets its project and clears its diagnostics; adding it back exports it.
     client.workspace_did_change_workspace_folders(lsp.DidChangeWorkspaceFoldersParams(
         event=lsp.WorkspaceFoldersChangeEvent(added=[], removed=[lsp.WorkspaceFolder(uri=second.as_uri(), name="b")])))
-
-    async def project_count() -> int:
-        return len((await stats(client))["projects"])
-
-    async def wait_projects(count: int) -> None:
-        while await project_count() != count:
-            await asyncio.sleep(0.05)
-    await asyncio.wait_for(wait_projects(1), 10)
+    await client.wait_stats(lambda data: len(data["projects"]) == 1, "one project", 10)
     client.workspace_did_change_workspace_folders(lsp.DidChangeWorkspaceFoldersParams(
         event=lsp.WorkspaceFoldersChangeEvent(added=[lsp.WorkspaceFolder(uri=second.as_uri(), name="b")], removed=[])))
-    await asyncio.wait_for(wait_projects(2), 10)
+    await client.wait_stats(lambda data: len(data["projects"]) == 2, "two projects", 10)
 
 
 @pytest.mark.asyncio
@@ -92,36 +76,26 @@ async def test_reopened_workspace_shows_cached_results_without_exporting(tmp_pat
     workspace = copy_examples(tmp_path)
     spectral = workspace / "models/spectral.py"
 
-    async def session():
-        client = make_client()
-        await client.start_io(*SERVER)
-        await client.initialize_session(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(),
-            workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name="examples")]))
-        return client
-
-    first = await session()
+    first = await Client.launch(workspace, editor=None)
     try:
         for target in ("mlp", "encoder", "spectral"):
-            data = await exports_finished(first, target, 1)
+            data = await first.exports_finished(target, 1)
         worker_pid = data["worker_pid"]
         assert worker_pid and psutil.pid_exists(worker_pid)
     finally:
-        await first.shutdown_session()
-        await first.stop()
+        await first.close()
     # shutdown stopped the export worker with the server: nothing left behind.
-    await wait_until(lambda: not psutil.pid_exists(worker_pid) or
-                     psutil.Process(worker_pid).status() == psutil.STATUS_ZOMBIE, 10, "worker gone")
+    poll_until(lambda: not psutil.pid_exists(worker_pid) or
+               psutil.Process(worker_pid).status() == psutil.STATUS_ZOMBIE, "worker gone", 10)
 
-    second = await session()
+    second = await Client.launch(workspace, editor=None)
     try:
-        open_file(second, spectral)
+        second.open(spectral)
         data = None
         for target in ("mlp", "encoder", "spectral"):
-            data = await exports_finished(second, target, 1, timeout=60)
+            data = await second.exports_finished(target, 1, timeout=60)
         assert data["started"] == 0 and data["cached"] == 3, data
-        await wait_until(lambda: second.diagnostics.get(spectral.as_uri()), 10, "cached diagnostics")
+        await second.wait_for(lambda: second.diagnostics.get(spectral.as_uri()), "cached diagnostics", 10)
         assert [d.code for d in second.diagnostics[spectral.as_uri()]] == ["unsupported-op"]
     finally:
-        await second.shutdown_session()
-        await second.stop()
+        await second.close()

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +25,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.support.lsp import SERVER_COMMAND
+from tests.support.workspace import copy_examples, lsp_line
+
 HERE = Path(__file__).resolve().parent
-EXAMPLES = HERE.parents[1] / "examples"
 NVIM = shutil.which("nvim")
 # CI installs Neovim (.ci/run calls scripts/install-neovim): there, a missing nvim is a broken
 # install step and must fail, not skip.
@@ -48,12 +49,11 @@ WAIT_MS = 90_000  # each bounded wait inside Neovim (the happy path needs ~30 s 
 NVIM_TIMEOUT_S = 240  # the whole editor run (`timeout` kills it past this)
 
 
-def line_of(path: Path, text: str) -> int:
-    """0-based index of the one line of `path` equal to `text` (LSP and vim.diagnostic count
-    lines from 0)."""
-    lines = path.read_text().splitlines()
-    assert lines.count(text) == 1, f"{path.name} should contain exactly one line {text!r}"
-    return lines.index(text)
+def unique_line(path: Path, text: str) -> int:
+    """0-based line (vim.diagnostic counts from 0) of the one line of `path` that is `text` (the
+    scenario replaces that line)."""
+    assert path.read_text().splitlines().count(text) == 1, f"{path.name} should contain exactly one line {text!r}"
+    return lsp_line(path, text, whole=True)
 
 
 @dataclass
@@ -96,16 +96,15 @@ def run(tmp_path_factory) -> Run:
     """One Neovim session for the whole module: it is the expensive part (server, exports)."""
     assert NVIM is not None, "CI=true but nvim is not installed: run scripts/install-neovim"
     tmp = tmp_path_factory.mktemp("neovim")
-    workspace = tmp / "examples"
-    shutil.copytree(EXAMPLES, workspace, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
+    workspace = copy_examples(tmp)
     spectral = workspace / "models" / "spectral.py"
     features = workspace / "models" / "features.py"
     output = tmp / "events.jsonl"
-    lines = {"eigvals": line_of(spectral, EIGVALS), "zeta": line_of(features, ZETA),
-             "model": line_of(spectral, MODEL_DEFINITION), "linear": line_of(spectral, LINEAR),
-             "helper_call": line_of(spectral, HELPER_CALL)}
+    lines = {"eigvals": unique_line(spectral, EIGVALS), "zeta": unique_line(features, ZETA),
+             "model": unique_line(spectral, MODEL_DEFINITION), "linear": unique_line(spectral, LINEAR),
+             "helper_call": unique_line(spectral, HELPER_CALL)}
     scenario = {
-        "cmd": [sys.executable, "-m", "onnxlens.server"],
+        "cmd": SERVER_COMMAND,
         "root_dir": str(workspace),
         "output": str(output),
         "wait_ms": WAIT_MS,

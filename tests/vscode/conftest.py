@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vscode_harness import EXTENSION_DIR, npm_ci, run
+from tests.vscode.vscode_harness import EXTENSION_DIR, npm_ci, run
 
 
 @pytest.fixture(scope="session")

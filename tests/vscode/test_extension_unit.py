@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import zipfile
 
-from vscode_harness import EXTENSION_DIR, run
+from tests.vscode.vscode_harness import EXTENSION_DIR, run
 
 
 def test_extension_unit_tests_pass(extension_node_modules):

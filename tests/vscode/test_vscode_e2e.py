@@ -26,8 +26,8 @@ import subprocess
 
 import pytest
 
-from example_workspace import copy_examples, line_of
-from vscode_harness import REPO, CodeServer, drive, missing_tools
+from tests.support.workspace import copy_examples, line_of
+from tests.vscode.vscode_harness import REPO, CodeServer, drive, missing_tools
 
 pytestmark = pytest.mark.skipif(
     bool(missing_tools()),

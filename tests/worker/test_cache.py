@@ -12,7 +12,7 @@ import pytest
 from onnxlens.exporter.types import CachedEvent
 from onnxlens.server.cache import cache_file
 from onnxlens.server.exports import ExportService
-from worker_helpers import spec_for, write_model
+from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

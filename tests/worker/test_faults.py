@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from onnxlens.exporter.types import OutputEvent
-from worker_helpers import MLP_SOURCE, line_of, spec_for, worker_children, write_model
+from tests.support.workspace import line_of
+from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

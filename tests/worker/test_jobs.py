@@ -16,7 +16,8 @@ import pytest
 
 from onnxlens.exporter.types import StageEvent
 from onnxlens.server.exports import ExportService
-from worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
+from tests.support.workspace import REPO
+from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -153,10 +154,9 @@ async def test_the_zygote_and_its_children_die_with_the_server(tmp_path):
     """SIGKILL the process that owns the ExportService: nothing it started may survive."""
     write_model(tmp_path, "sleeper.py", SLEEPER_SOURCE)
     script = textwrap.dedent(f'''
-        import asyncio, sys
-        sys.path[:0] = [{str(Path(__file__).resolve().parent)!r}, {str(Path(__file__).resolve().parents[1])!r}]
+        import asyncio
         from onnxlens.server.exports import ExportService
-        from worker_helpers import spec_for
+        from tests.worker.worker_helpers import spec_for
         from pathlib import Path
 
         async def main():
@@ -166,7 +166,8 @@ async def test_the_zygote_and_its_children_die_with_the_server(tmp_path):
 
         asyncio.run(main())
     ''')
-    server = subprocess.Popen([sys.executable, "-c", script])
+    # `-c` in the repository root puts it on sys.path (nothing added to the worker's environment)
+    server = subprocess.Popen([sys.executable, "-c", script], cwd=REPO)
     try:
         deadline = time.monotonic() + 120
         pid_file = tmp_path / "grandchild.pid"

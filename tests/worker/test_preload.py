@@ -18,7 +18,7 @@ import pytest_asyncio
 
 from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE
 from onnxlens.server.exports import ExportService
-from worker_helpers import spec_for, write_model
+from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

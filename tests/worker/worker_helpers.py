@@ -9,7 +9,6 @@ from pathlib import Path
 
 import psutil
 
-from example_workspace import line_of  # noqa: F401 - re-exported for the tests
 from onnxlens.exporter.types import TargetSpec
 from onnxlens.server.exports import ExportService
 
