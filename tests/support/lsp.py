@@ -100,7 +100,7 @@ class Client(LanguageClient):
         for method in (lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lsp.PROGRESS):
             features[method] = _recording(method, DEFAULT_CLIENT_FEATURES[method])
         features[lsp.WORKSPACE_CODE_LENS_REFRESH] = _count_lens_refresh
-        features[EXPORT_STATUS] = lambda client, params: client.statuses.append(plain(params))
+        features[EXPORT_STATUS] = _record_status
         register_lsp_features(self, features)
 
     @classmethod
@@ -312,6 +312,10 @@ def _recording(method: str, default: Callable) -> Callable:
         client.events.append(Event(time.monotonic(), method, params))
         return default(client, params)
     return handler
+
+
+def _record_status(client: Client, params: Any) -> None:
+    client.statuses.append(plain(params))
 
 
 def _count_lens_refresh(client: Client, params: None) -> None:
