@@ -80,17 +80,27 @@ class ExportScheduler:
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
         self._forced: set[Key] = set()  # pending requests that must not be answered from the cache
+        # Pending requests that only saves, disk changes or config edits asked for: `exportOnSave`
+        # governs them until they start (a disk event may arrive before a settings change sent
+        # earlier is read, and must not export once the setting says no).
+        self._automatic: set[Key] = set()
         self.stats = ExportStats()
 
     def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None,
-                force: bool = False) -> None:
+                force: bool = False, automatic: bool = False) -> None:
         """Export `target` once the triggers stop for the debounce time.
 
         `force`: export even if the cache has a result for the current files (the user asked).
+        `automatic`: a save, disk change or config edit asked, not the user: dropped if
+        `exportOnSave` is off when the debounce ends.
         """
         key = (project.key, target)
         if force:
             self._forced.add(key)
+        if not automatic:
+            self._automatic.discard(key)
+        elif key not in self._timers or key in self._automatic:
+            self._automatic.add(key)
         self.stats.triggers += 1
         self._requested_at[key] = time.perf_counter()
         if (timer := self._timers.pop(key, None)) is not None:
@@ -109,6 +119,7 @@ class ExportScheduler:
         key = (project.key, target)
         if (timer := self._timers.pop(key, None)) is not None:
             timer.cancel()
+        self._automatic.discard(key)
         if (job := self._jobs.get(key)) is not None and not job.done():
             job.cancel()
 
@@ -116,6 +127,7 @@ class ExportScheduler:
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._automatic.clear()
         jobs = [job for job in self._jobs.values() if not job.done()]
         for job in jobs:
             job.cancel()
@@ -133,6 +145,12 @@ class ExportScheduler:
     def _fire(self, project: Project, target: str, reason: str) -> None:
         key = (project.key, target)
         self._timers.pop(key, None)
+        if key in self._automatic:
+            self._automatic.discard(key)
+            if not self._settings().export_on_save:
+                self._forced.discard(key)
+                log.debug("export of %s dropped: exportOnSave is off (%s)", target, reason)
+                return
         previous = self._jobs.get(key)
         if previous is not None and not previous.done():
             previous.cancel()  # the newer content wins; the service kills the old job's process

@@ -75,7 +75,7 @@ class Triggers:
             if not session.settings.export_on_save or project.is_ignored(path):
                 continue
             for target in project.targets_depending_on(path):
-                session.scheduler.request(project, target, reason)
+                session.scheduler.request(project, target, reason, automatic=True)
 
     def _signature_changed(self, path: str) -> bool:
         """True if the file differs from when we last acted on it (and remember it now)."""
@@ -116,7 +116,7 @@ class Triggers:
             session.diagnostics.clear_target(project, name)
         if session.settings.export_on_save:
             for name in changed:
-                session.scheduler.request(project, name, "configuration changed")
+                session.scheduler.request(project, name, "configuration changed", automatic=True)
         session.client.refresh_code_lens()
 
     def _maybe_new_config(self, path: str) -> None:
