@@ -41,24 +41,31 @@ def _from_dict(cls, data: dict[str, Any]):
     return cls(**{k: v for k, v in data.items() if k in names})
 
 
+class Plain:
+    """Plain data: crosses the msgpack pipe and the JSON output as a dict (`to_dict`), and is
+    rebuilt from one ignoring keys it does not know (`from_dict`, forward compatible). Classes
+    with nested dataclasses or optional keys override them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        return _from_dict(cls, data)
+
+
 @dataclass
-class Location:
+class Location(Plain):
     file: str
     line: int
     column: int = 1
     end_line: int | None = None
     end_column: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Location:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class Related:
+class Related(Plain):
     """Another frame of the user-relevant call chain (innermost first), or a note."""
 
     file: str
@@ -66,16 +73,10 @@ class Related:
     message: str
     column: int = 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Related:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class Fix:
+class Fix(Plain):
     """A text edit the exporter itself suggests (e.g. insert `torch._check(...)`)."""
 
     title: str
@@ -86,16 +87,10 @@ class Fix:
     end_column: int
     new_text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Fix:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class Finding:
+class Finding(Plain):
     code: str
     message: str
     stage: str
@@ -110,9 +105,6 @@ class Finding:
         if not self.severity:
             self.severity = CODES.get(self.code, "error")
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         finding = _from_dict(cls, data)
@@ -124,7 +116,7 @@ class Finding:
 
 
 @dataclass
-class TargetSpec:
+class TargetSpec(Plain):
     """One export job's target, fully resolved by the server's config loader.
 
     `model`, `inputs`, `dynamic_shapes` and `custom_translations` are references
@@ -146,16 +138,10 @@ class TargetSpec:
     output_names: list[str] | None = None
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TargetSpec:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class LineInfo:
+class LineInfo(Plain):
     """What one source line became in ONNX: for hover and code lens."""
 
     file: str
@@ -164,16 +150,10 @@ class LineInfo:
     outputs: list[str] = field(default_factory=list)  # e.g. "float32[2, 10]"
     modules: list[str] = field(default_factory=list)  # module paths, e.g. "layers.2.ff.0"
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LineInfo:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class ExportResult:
+class ExportResult(Plain):
     target: str
     status: str  # "ok" | "failed"
     onnx: str | None = None  # path of the .onnx written by this job (None when it failed)
@@ -224,7 +204,7 @@ def _without_none(data: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class OutputComparison:
+class OutputComparison(Plain):
     """One graph output compared elementwise (torch.isclose semantics)."""
 
     name: str
@@ -240,13 +220,9 @@ class OutputComparison:
     def to_dict(self) -> dict[str, Any]:
         return _without_none(dataclasses.asdict(self))
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> OutputComparison:
-        return _from_dict(cls, data)
-
 
 @dataclass
-class FirstMismatch:
+class FirstMismatch(Plain):
     """The first value in the graph past tolerance."""
 
     node: str  # FX node name
@@ -257,16 +233,10 @@ class FirstMismatch:
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
-        return _from_dict(cls, data)
 
 
 @dataclass
-class VerificationSummary:
+class VerificationSummary(Plain):
     """onnxruntime against torch on the example inputs (`verification` in the JSON output)."""
 
     passed: bool = True
@@ -364,7 +334,7 @@ def event_from_dict(data: Any) -> ProgressEvent | None:
 # -- the end of an export, for editors ----------------------------------------------------------
 
 @dataclass(frozen=True)
-class ExportStatus:
+class ExportStatus(Plain):
     """What an editor shows about one target's export (the `onnxlens/exportStatus` notification:
     the VS Code status bar reads these fields instead of parsing the progress text)."""
 
@@ -379,12 +349,6 @@ class ExportStatus:
     verified: bool | None = None  # None: not verified
     summary: str = ""  # the one-line text shown at the end of the progress and in the log
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExportStatus:
-        return _from_dict(cls, data)
 
     @classmethod
     def of_result(cls, result: ExportResult) -> ExportStatus:
