@@ -25,7 +25,7 @@ def check(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([*CLI, "check", *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
-# Where the spectral target's two unsupported operators are (DESIGN.md: one finding per line).
+# Where the spectral target's two unsupported operators are (docs/diagnostics.md: one finding per source location).
 SPECTRAL_FINDINGS = {
     ("models/spectral.py", line_of(EXAMPLES / "models" / "spectral.py", "torch.linalg.eigvals(")),
     ("models/features.py", line_of(EXAMPLES / "models" / "features.py", "torch.special.zeta(")),

@@ -253,7 +253,7 @@ def test_server_exits_cleanly_when_neovim_stops_it(run):
 
 
 def test_progress_ends_after_the_diagnostics_are_published(run):
-    """DESIGN: diagnostics are published before the export's progress ends."""
+    """docs/lsp.md: diagnostics are published before the export's progress ends."""
     publishes = [i for i, e in enumerate(run.events)
                  if e["event"] == "server:textDocument/publishDiagnostics"
                  and Path(e["file"]) == run.spectral and e["count"] > 0]
