@@ -23,6 +23,7 @@ from onnxlens.exporter import atomic
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
                                          is_user_code, locate)
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims
+from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.types import Finding, Fix, Location
@@ -115,7 +116,7 @@ def _write_program_dump(job: Job) -> None:
 
 
 def is_data_dependent(error: BaseException) -> bool:
-    for item in _chain(error):
+    for item in exception_chain(error):
         if isinstance(item, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode):
             return True
         if "data-dependent" in (getattr(item, "gb_type", "") or "").lower():
@@ -201,7 +202,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL
-    for item in _chain(error):
+    for item in exception_chain(error):
         match = _GB_URL_RE.search(str(item))
         if match:
             docs_url = match.group(0)
@@ -216,7 +217,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
 
 def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
     """The call chain of the failure, outermost first, from the best source available."""
-    for item in _chain(error):
+    for item in exception_chain(error):
         # dynamo knows the user's stack when tracing (strict mode).
         real_stack = getattr(item, "real_stack", None)
         if real_stack:
@@ -226,17 +227,17 @@ def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
         summary = getattr(item, "innermost_user_frame_summary", None)
         if summary is not None and is_user_code(getattr(summary, "filename", None), workspace):
             return from_traceback([summary])
-    for item in _chain(error):
+    for item in exception_chain(error):
         # non-strict mode runs the user's Python: the traceback has the user's frames.
         frames = from_traceback(item)
         if any(is_user_code(f.file, workspace) for f in frames):
             return frames
-    for item in _chain(error):
+    for item in exception_chain(error):
         match = _BLAME_RE.search(str(item))
         if match:
             return [Frame(match.group(1), int(match.group(2)))]
     # No user frame at all: third-party library frames (a transformers model) still help.
-    for item in _chain(error):
+    for item in exception_chain(error):
         frames = from_traceback(item)
         if any(classify(f.file, workspace) is Origin.LIBRARY for f in frames):
             return frames
@@ -249,7 +250,7 @@ def _check_fixes(error: BaseException, location: Location | None, text: str | No
         return []
     indent = (text or "")[: len(text or "") - len((text or "").lstrip())]
     fixes, seen = [], set()
-    for item in _chain(error):
+    for item in exception_chain(error):
         for check in _CHECK_FIX_RE.findall(str(item)):
             if check in seen:
                 continue
@@ -259,24 +260,8 @@ def _check_fixes(error: BaseException, location: Location | None, text: str | No
     return fixes
 
 
-def _chain(error: BaseException):
-    seen = set()
-    item: BaseException | None = error
-    while item is not None and id(item) not in seen:
-        seen.add(id(item))
-        yield item
-        item = item.__cause__ or item.__context__
-
-
 def _headline(error: BaseException) -> str:
-    return f"{type(error).__name__}: {_first_line(str(error))}"
-
-
-def _first_line(text: str) -> str:
-    for line in text.strip().splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
+    return f"{type(error).__name__}: {first_line(str(error))}"
 
 
 def _summary(error: BaseException) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlens.exporter.pipeline.errors import error_finding
+from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 
 # A protobuf message cannot exceed 2 GB: the checker cannot take such a model in memory.
@@ -19,5 +19,4 @@ def run(job: Job) -> None:
     try:
         onnx.checker.check_model(job.onnx_program.model_proto, full_check=True)
     except Exception as error:  # noqa: BLE001 - checker errors come in several types
-        job.error = error
-        job.fail([error_finding(job, error, "onnx-checker", "check", "onnx.checker rejected the model")])
+        fail_on(job, error, "onnx-checker", "onnx.checker rejected the model")

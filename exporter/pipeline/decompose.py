@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxlens.exporter.pipeline.errors import error_finding
+from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import restore_stock_traces
 
@@ -19,8 +19,7 @@ def run(job: Job) -> None:
         job.decomposed = decompose(job.program, job.tables.decompositions(job.registry, job.custom_key))
         restore_stock_traces(job.decomposed, job.anchors)
     except Exception as error:  # noqa: BLE001 - any decomposition failure is a finding
-        job.error = error
-        job.fail([error_finding(job, error, "decomposition", "decompose", "decomposing the exported program failed")])
+        fail_on(job, error, "decomposition", "decomposing the exported program failed")
 
 
 def decompose(program: Any, tables: Any) -> Any:

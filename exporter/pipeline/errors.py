@@ -10,9 +10,10 @@ happened in: the pipeline never raises.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
-from typing import Any
+from typing import Any, Iterator, NoReturn
 
 from onnxlens.exporter.locations import from_stack_trace, from_traceback, is_user_code, locate
 from onnxlens.exporter.pipeline.job import Job
@@ -26,15 +27,11 @@ STAGE_CODES = {
 }
 
 
-def error_finding(job: Job, error: BaseException, code: str, stage: str, context: str) -> Finding:
-    """A finding for an exception: on the FX node it names if any, else the user's frames, else
-    the model's definition. User code that raised on the way (a custom translation, say) is a
-    related location."""
-    chain = []
-    item: BaseException | None = error
-    while item is not None and item not in chain:
-        chain.append(item)
-        item = item.__cause__ or item.__context__
+def error_finding(job: Job, error: BaseException, code: str, context: str) -> Finding:
+    """A finding of the running stage for an exception: on the FX node it names if any, else the
+    user's frames, else the model's definition. User code that raised on the way (a custom
+    translation, say) is a related location."""
+    chain = list(exception_chain(error))
     raised_frames = [frame for item in chain for frame in from_traceback(item)]
     place = None
     node = node_named_in(job, error)
@@ -49,11 +46,11 @@ def error_finding(job: Job, error: BaseException, code: str, stage: str, context
     root = chain[-1]
     message = f"{context}: {type(root).__name__}: {_short(str(root))}"
     if root is not error:
-        message += f"\n({type(error).__name__}: {_short(_first_line(str(error)), 400)})"
+        message += f"\n({type(error).__name__}: {_short(first_line(str(error)), 400)})"
     if node is not None:
         message = message.replace(f"{context}:", f"{context} at node {node.name} ({node.target}):", 1)
     place.at_fallback(job.fallback)
-    return Finding(code=code, stage=stage, location=place.location, related=place.related,
+    return Finding(code=code, stage=job.stage, location=place.location, related=place.related,
                    source_line=place.source_line, message=message)
 
 
@@ -65,7 +62,13 @@ def internal_finding(job: Job, error: BaseException) -> Finding:
         context = f"your code raised during the {job.stage} stage"
     else:
         context = f"onnxlens failed in the {job.stage} stage (please report this)"
-    return error_finding(job, error, code, job.stage, context)
+    return error_finding(job, error, code, context)
+
+
+def fail_on(job: Job, error: BaseException, code: str, context: str) -> NoReturn:
+    """End the pipeline with the finding of an exception the running stage caught."""
+    job.error = error
+    job.fail([error_finding(job, error, code, context)])
 
 
 def node_named_in(job: Job, error: BaseException) -> Any:
@@ -73,11 +76,7 @@ def node_named_in(job: Job, error: BaseException) -> Any:
     program = job.decomposed
     if program is None:
         return None
-    texts = []
-    item = error
-    while item is not None and len(texts) < 5:
-        texts.append(str(item))
-        item = item.__cause__ or item.__context__
+    texts = [str(item) for item in itertools.islice(exception_chain(error), 5)]
     text = "\n".join(texts)
     nodes = [node for module in graph_modules(program) for node in module.graph.nodes
              if node.op == "call_function"]
@@ -93,7 +92,17 @@ def node_named_in(job: Job, error: BaseException) -> Any:
     return None
 
 
-def _first_line(text: str) -> str:
+def exception_chain(error: BaseException) -> Iterator[BaseException]:
+    """The exception, then what caused it (`raise ... from`, or raised while handling), in turn."""
+    seen = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        yield item
+        item = item.__cause__ or item.__context__
+
+
+def first_line(text: str) -> str:
     return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import onnxlens.exporter.pipeline.lines as lines
-from onnxlens.exporter.pipeline.errors import error_finding
+from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import full_traces
 
@@ -22,8 +22,7 @@ def run(job: Job) -> None:
         if job.need_axis_mapping and job.raw_dynamic_shapes is not None:
             job.onnx_program._rename_dynamic_axes(job.raw_dynamic_shapes)
     except Exception as error:  # noqa: BLE001 - any translation failure is a finding
-        job.error = error
-        job.fail([error_finding(job, error, "translation", "translate", "translating to ONNX failed")])
+        fail_on(job, error, "translation", "translating to ONNX failed")
     job.result.node_count = len(job.onnx_program.model.graph)
     job.result.lines = lines.line_infos(job.onnx_program.model, job.workspace, full_traces(job.decomposed))
 
