@@ -65,6 +65,19 @@ def progress_message(event: ProgressEvent) -> str | None:
     return None
 
 
+@dataclass
+class _Pending:
+    """A request waiting for its debounce to end (several triggers coalesce into one)."""
+
+    timer: asyncio.TimerHandle
+    reason: str  # the latest trigger's
+    force: bool  # some trigger asked for a real export, not the cached result (the user asked)
+    # Only saves, disk changes or config edits asked: `exportOnSave` governs it until it starts
+    # (a disk event may be read before a settings change sent earlier, and must not export once
+    # the setting says no).
+    automatic: bool
+
+
 class ExportScheduler:
     def __init__(self, *, settings: Callable[[], Settings], service: ServiceSlot, begin_progress: ProgressStarter,
                  on_result: ResultSink, on_status: StatusSink) -> None:
@@ -76,14 +89,9 @@ class ExportScheduler:
         self._begin_progress = begin_progress
         self._on_result = on_result
         self._on_status = on_status
-        self._timers: dict[Key, asyncio.TimerHandle] = {}
+        self._pending: dict[Key, _Pending] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
-        self._forced: set[Key] = set()  # pending requests that must not be answered from the cache
-        # Pending requests that only saves, disk changes or config edits asked for: `exportOnSave`
-        # governs them until they start (a disk event may arrive before a settings change sent
-        # earlier is read, and must not export once the setting says no).
-        self._automatic: set[Key] = set()
         self.stats = ExportStats()
 
     def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None,
@@ -95,39 +103,33 @@ class ExportScheduler:
         `exportOnSave` is off when the debounce ends.
         """
         key = (project.key, target)
-        if force:
-            self._forced.add(key)
-        if not automatic:
-            self._automatic.discard(key)
-        elif key not in self._timers or key in self._automatic:
-            self._automatic.add(key)
         self.stats.triggers += 1
         self._requested_at[key] = time.perf_counter()
-        if (timer := self._timers.pop(key, None)) is not None:
-            timer.cancel()
+        if (earlier := self._pending.pop(key, None)) is not None:
+            earlier.timer.cancel()
+            force = force or earlier.force
+            automatic = automatic and earlier.automatic
         if delay_s is None:
             delay_s = self._settings().debounce_ms / 1000
-        loop = asyncio.get_running_loop()
-        self._timers[key] = loop.call_later(delay_s, self._fire, project, target, reason)
+        timer = asyncio.get_running_loop().call_later(delay_s, self._fire, project, target)
+        self._pending[key] = _Pending(timer, reason, force, automatic)
         log.debug("export of %s requested (%s)", target, reason)
 
     def is_busy(self, project: Project, target: str) -> bool:
         key = (project.key, target)
-        return key in self._timers or (key in self._jobs and not self._jobs[key].done())
+        return key in self._pending or (key in self._jobs and not self._jobs[key].done())
 
     def cancel(self, project: Project, target: str) -> None:
         key = (project.key, target)
-        if (timer := self._timers.pop(key, None)) is not None:
-            timer.cancel()
-        self._automatic.discard(key)
+        if (pending := self._pending.pop(key, None)) is not None:
+            pending.timer.cancel()
         if (job := self._jobs.get(key)) is not None and not job.done():
             job.cancel()
 
     async def cancel_all(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
-        self._automatic.clear()
+        for pending in self._pending.values():
+            pending.timer.cancel()
+        self._pending.clear()
         jobs = [job for job in self._jobs.values() if not job.done()]
         for job in jobs:
             job.cancel()
@@ -142,21 +144,16 @@ class ExportScheduler:
         self._on_result(project, target, result, None)
         self._on_status(ExportStatus.of_result(result))
 
-    def _fire(self, project: Project, target: str, reason: str) -> None:
+    def _fire(self, project: Project, target: str) -> None:
         key = (project.key, target)
-        self._timers.pop(key, None)
-        if key in self._automatic:
-            self._automatic.discard(key)
-            if not self._settings().export_on_save:
-                self._forced.discard(key)
-                log.debug("export of %s dropped: exportOnSave is off (%s)", target, reason)
-                return
+        pending = self._pending.pop(key)
+        if pending.automatic and not self._settings().export_on_save:
+            log.debug("export of %s dropped: exportOnSave is off (%s)", target, pending.reason)
+            return
         previous = self._jobs.get(key)
         if previous is not None and not previous.done():
             previous.cancel()  # the newer content wins; the service kills the old job's process
-        force = key in self._forced
-        self._forced.discard(key)
-        job = asyncio.ensure_future(self._run(project, target, previous, reason, force))
+        job = asyncio.ensure_future(self._run(project, target, previous, pending.reason, pending.force))
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._forget(key, done))
 
