@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from onnxlens.exporter import references
 from onnxlens.exporter.types import Finding, Location, Related, TargetSpec
 from onnxlens.server.toml_locations import Span, TableSite, scan_tables
 
@@ -152,7 +153,6 @@ def _check_target_name(key: str, value: Any) -> str | None:
 
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def _check_reference(key: str, value: Any) -> str | None:
@@ -164,7 +164,7 @@ def _check_reference(key: str, value: Any) -> str | None:
         return f'`{key}` must be "FILE.py:CALLABLE" or "package.module:CALLABLE": {_shown(value)} names no callable (add ":NAME")'
     if not _IDENTIFIER.match(attr):
         return f"`{key}`: {_shown(attr)} after ':' is not a Python name"
-    if not where.endswith(".py") and not _MODULE.match(where):
+    if not where.endswith(".py") and not references.MODULE_PATH.match(where):
         return (f"`{key}`: {_shown(where)} is neither a Python file (FILE.py) nor a dotted module "
                 f"name (package.module)")
     return None
