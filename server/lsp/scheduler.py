@@ -76,6 +76,9 @@ class _Pending:
     # (a disk event may be read before a settings change sent earlier, and must not export once
     # the setting says no).
     automatic: bool
+    # No save or disk change of the target came in the debounce time before this burst began:
+    # an editor save of it may export at once (`promote`).
+    first: bool
 
 
 class ExportScheduler:
@@ -92,28 +95,54 @@ class ExportScheduler:
         self._pending: dict[Key, _Pending] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
+        self._automatic_at: dict[Key, float] = {}  # the last save's or disk change's: bursts
         self.stats = ExportStats()
 
     def request(self, project: Project, target: str, reason: str, *, delay_s: float | None = None,
-                force: bool = False, automatic: bool = False) -> None:
+                force: bool = False, automatic: bool = False, leading: bool = False) -> None:
         """Export `target` once the triggers stop for the debounce time.
 
         `force`: export even if the cache has a result for the current files (the user asked).
         `automatic`: a save, disk change or config edit asked, not the user: dropped if
         `exportOnSave` is off when the debounce ends.
+        `leading`: an explicit save: when no save or disk change of the target came in the debounce
+        time before it, it exports at once (the user is waiting for it); the saves and changes
+        that follow within the debounce time (a save-all, a formatter's second save, a burst) are
+        debounced as usual.
         """
         key = (project.key, target)
+        now = time.perf_counter()
+        debounce_s = self._settings().debounce_ms / 1000
+        quiet_before = now - self._automatic_at.get(key, float("-inf")) >= debounce_s
         self.stats.triggers += 1
-        self._requested_at[key] = time.perf_counter()
+        self._requested_at[key] = now
+        if automatic:
+            self._automatic_at[key] = now
+        first = quiet_before
         if (earlier := self._pending.pop(key, None)) is not None:
             earlier.timer.cancel()
             force = force or earlier.force
             automatic = automatic and earlier.automatic
+            first = first or earlier.first
         if delay_s is None:
-            delay_s = self._settings().debounce_ms / 1000
+            delay_s = 0.0 if leading and first else debounce_s
         timer = asyncio.get_running_loop().call_later(delay_s, self._fire, project, target)
-        self._pending[key] = _Pending(timer, reason, force, automatic)
+        self._pending[key] = _Pending(timer, reason, force, automatic, first)
         log.debug("export of %s requested (%s)", target, reason)
+
+    def promote(self, project: Project, target: str, reason: str) -> None:
+        """An editor save whose file-system event came first (and was debounced): export at once
+        if that event began its burst, as the save would have."""
+        key = (project.key, target)
+        pending = self._pending.get(key)
+        if pending is not None and pending.first:
+            pending.timer.cancel()
+            pending.reason = reason
+            pending.timer = asyncio.get_running_loop().call_later(0, self._fire, project, target)
+
+    def pending_targets(self) -> list[str]:
+        """Targets whose trigger waits for its debounce time to end."""
+        return sorted(target for _, target in self._pending)
 
     def is_busy(self, project: Project, target: str) -> bool:
         key = (project.key, target)

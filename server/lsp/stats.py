@@ -20,6 +20,7 @@ class Stats(Feature):
         data = session.scheduler.stats.to_dict()
         data["running"] = sorted(name for project in session.projects.values()
                                  for name, state in project.targets.items() if state.running)
+        data["pending"] = session.scheduler.pending_targets()
         data["projects"] = [{"config": key, "targets": sorted(project.targets)}
                             for key, project in session.projects.items()]
         data["service_ready"] = session.service.ready

@@ -29,6 +29,7 @@ class Triggers:
         # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
         # editor just saved (didSave already handled it) must not export twice.
         self._signatures: dict[str, tuple[int, int] | None] = {}
+        self._existence_changed: dict[str, bool] = {}  # path -> its last change made or removed it
         self._reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending config reload
 
     def start_watching(self) -> None:
@@ -41,8 +42,14 @@ class Triggers:
     def saved(self, path: str) -> None:
         """The editor saved `path`. A save without changes exports nothing: the result would be
         the cached one (and a started job is not cancelled for the same content)."""
+        reason = f"saved {Path(path).name}"
         if self._signature_changed(path):
-            self.file_changed(path, reason=f"saved {Path(path).name}")
+            self._reload_if_appeared_or_vanished(path, self._session.projects_containing(path))
+            self.file_changed(path, reason=reason, explicit=True)
+            return
+        # The file-system event for this save came first and is waiting for the debounce.
+        for project, target in self._exported_on_change(path):
+            self._session.scheduler.promote(project, target, reason)
 
     def disk_changed(self, path: str) -> None:
         """A watchdog event (on the event loop): act only if the file really differs from last time."""
@@ -54,28 +61,29 @@ class Triggers:
             return
         if not projects:
             return
-        before = self._signatures.get(path, _UNSEEN)
         if not self._signature_changed(path):
             return
-        if path.endswith(".py") and (before is _UNSEEN or (before is None) != (self._signatures[path] is None)):
-            # A Python file appeared or vanished (deleted, renamed, restored): the config may name
-            # it. Re-validating the config turns a missing model file into a `config` diagnostic on
-            # the line naming it and clears the target's old diagnostics; its return re-adds the
-            # target. Reloading an unchanged config exports nothing.
-            for project in projects:
-                self._reload_config_soon(project)
+        self._reload_if_appeared_or_vanished(path, projects)
         self.file_changed(path, reason=f"{Path(path).name} changed on disk")
 
-    def file_changed(self, path: str, *, reason: str) -> None:
-        session = self._session
-        for project in list(session.projects.values()):
+    def file_changed(self, path: str, *, reason: str, explicit: bool = False) -> None:
+        """`explicit`: the editor saved it (the user waits: no debounce for the first save);
+        otherwise a disk event, debounced (git checkouts and formatters come in bursts)."""
+        for project in list(self._session.projects.values()):
             if path == str(project.config_file):
                 self._reload_config_soon(project)
-                continue
-            if not session.settings.export_on_save or project.is_ignored(path):
-                continue
-            for target in project.targets_depending_on(path):
-                session.scheduler.request(project, target, reason, automatic=True)
+        for project, target in self._exported_on_change(path):
+            self._session.scheduler.request(project, target, reason, automatic=True, leading=explicit)
+
+    def _exported_on_change(self, path: str) -> list[tuple[Project, str]]:
+        """(project, target) that a change of `path` re-exports: the targets whose closure holds
+        it, while `exportOnSave` is on."""
+        session = self._session
+        if not session.settings.export_on_save:
+            return []
+        return [(project, target) for project in list(session.projects.values())
+                if path != str(project.config_file) and not project.is_ignored(path)
+                for target in project.targets_depending_on(path)]
 
     def _signature_changed(self, path: str) -> bool:
         """True if the file differs from when we last acted on it (and remember it now)."""
@@ -84,10 +92,22 @@ class Triggers:
             signature = (stat.st_mtime_ns, stat.st_size)
         except OSError:
             signature = None
-        if path in self._signatures and self._signatures[path] == signature:
+        before = self._signatures.get(path, _UNSEEN)
+        if before == signature:
             return False
         self._signatures[path] = signature
+        self._existence_changed[path] = before is _UNSEEN or (before is None) != (signature is None)
         return True
+
+    def _reload_if_appeared_or_vanished(self, path: str, projects: list[Project]) -> None:
+        """A Python file appeared or vanished (deleted, renamed, restored; seen by whichever of the
+        editor's save and watchdog's event came first): the config may name it. Re-validating the
+        config turns a missing model file into a `config` diagnostic on the line naming it and
+        clears the target's old diagnostics; its return re-adds the target. Reloading an unchanged
+        config exports nothing."""
+        if path.endswith(".py") and self._existence_changed.get(path):
+            for project in projects:
+                self._reload_config_soon(project)
 
     def _reload_config_soon(self, project: Project) -> None:
         """Reload after the debounce time, like exports: a watchdog event can catch the file
