@@ -10,7 +10,8 @@ and timeouts, import and setup errors, and the hover/lens lines.
                 tracebacks, faulthandler dumps, draft_export's user stacks)
     columns.py  byte offsets -> character columns; the call of an op or a module on a line
     place.py    `locate`: the primary location and the related chain (`Place`)
-    nodes.py    an FX node's place named by module path (verification mismatches)
+    nodes.py    an FX node's place named by module path (verification mismatches), its full trace
+    names.py    how messages name places: short paths, the calling library function, module lists
 
 Torch-free (plain text and ast): unit tests run it on recorded stack traces.
 """
@@ -19,12 +20,12 @@ from onnxlens.exporter.locations.columns import call_names_for_op, character_col
 from onnxlens.exporter.locations.files import Origin, Workspace, classify, is_user_code
 from onnxlens.exporter.locations.frames import (Frame, from_faulthandler, from_stack_trace, from_traceback,
                                                 from_user_stack)
-from onnxlens.exporter.locations.nodes import locate_node, module_stack, normalize_module_path
+from onnxlens.exporter.locations.nodes import FULL_TRACE, locate_node, module_stack, node_trace, normalize_module_path
 from onnxlens.exporter.locations.place import Place, locate, primary_frame
 
 __all__ = [
-    "Frame", "Origin", "Place", "Workspace", "call_names_for_op", "character_column", "classify",
+    "FULL_TRACE", "Frame", "Origin", "Place", "Workspace", "call_names_for_op", "character_column", "classify",
     "find_call", "from_faulthandler", "from_stack_trace", "from_traceback", "from_user_stack",
-    "is_user_code", "locate", "locate_node", "module_stack", "normalize_module_path", "primary_frame",
+    "is_user_code", "locate", "locate_node", "module_stack", "node_trace", "normalize_module_path", "primary_frame",
     "source_line",
 ]

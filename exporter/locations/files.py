@@ -8,7 +8,10 @@ mismatches, crashes and timeouts, import/setup errors) and the hover/lens lines 
   onnxruntime, installed in site-packages/dist-packages), Python's standard library, onnxlens
   itself, and code without a file (`<string>`, `<frozen ...>`, `<eval_with_key>`). torch's
   tracing machinery (dynamo, fx, export, nn.Module's call wrapper) is part of it. Noise in a
-  user's call chain: never shown.
+  user's call chain: never shown. One exception: the example models torch ships
+  (`torch/_export/db/examples`, ExportDB) are model code, not torch's machinery: a target may
+  export one, and its lines are then the only lines that explain a failure. They count as
+  library code.
 * `Origin.USER`: a file of the workspace (`Workspace.contains`: under the root, not in a
   vendored or virtual-environment directory, not in the output directory). The primary location
   of a finding is always the innermost such frame when there is one.
@@ -39,8 +42,12 @@ VENDOR_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".to
 # Installed packages whose frames are torch's side of the export, not the model's.
 INTERNAL_PACKAGES = frozenset({"torch", "functorch", "onnx", "onnxscript", "onnx_ir", "onnxruntime"})
 
+# Model code that ships inside an internal package: torch's ExportDB example models.
+_MODEL_CODE_IN_INTERNAL = ("/torch/_export/db/examples/",)
+
 # torch's own tracing machinery: dynamo, fx, export and nn.Module's call wrapper. Internal like
-# the rest of torch; a mismatch drops them before it looks for a line at all (see nodes.py).
+# the rest of torch; a mismatch drops them before it pairs `forward` frames with modules (see
+# nodes.py), where torch's own modules' forward frames (nn.Linear's) still count.
 _MACHINERY = tuple(os.sep + os.path.join(*parts) for parts in (
     ("torch", "_dynamo", ""), ("torch", "fx", ""), ("torch", "export", ""), ("torch", "_export", ""),
     ("torch", "_higher_order_ops", ""), ("torch", "utils", "_contextlib.py"),
@@ -118,6 +125,8 @@ def is_internal(path: str | None) -> bool:
     if not path or path.startswith("<"):
         return True
     normalized = path.replace("\\", "/")
+    if any(marker in normalized for marker in _MODEL_CODE_IN_INTERNAL):
+        return False
     if normalized.startswith(_OWN_DIRS) or os.path.realpath(path).replace("\\", "/").startswith(_OWN_DIRS):
         return True
     for marker in ("/site-packages/", "/dist-packages/"):
@@ -128,7 +137,7 @@ def is_internal(path: str | None) -> bool:
 
 def is_tracing_machinery(path: str) -> bool:
     """A frame of torch's tracing machinery (dynamo, fx, export, nn.Module.__call__)."""
-    return any(part in path for part in _MACHINERY)
+    return is_internal(path) and any(part in path for part in _MACHINERY)
 
 
 def _is_under(path: str, directory: str) -> bool:

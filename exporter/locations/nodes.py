@@ -5,9 +5,12 @@ torch.export records, per FX node, `meta["stack_trace"]` and `meta["nn_module_st
 source line; the module path (`layers.2.ff.0`) says which layer. So a mismatch's place names the
 modules: the primary's columns are the call of the child module on the way to the node's module
 (`self.ff(...)` rather than the whole line), and related frames say which module's `forward` they
-are. Otherwise the one builder (place.py) decides, with the mismatch's options: torch's tracing
-machinery is dropped first, and without a workspace frame the innermost frame outside torch is
-the primary (a mismatch is still worth a line).
+are. Otherwise the one builder (place.py) decides, as for every finding: the primary is the
+innermost frame of the workspace, and without one there is none (the caller puts the finding at
+the model's definition; the library frames are still the related chain).
+
+The trace read is the full one (`node_trace`): the stock `stack_trace` lacks the helper
+functions, the user's and the libraries', that capture kept aside (pipeline/stacks.py).
 
 Torch-free on purpose (plain text and ast): it works on the metadata only.
 """
@@ -21,6 +24,10 @@ from onnxlens.exporter.locations.columns import Span, module_call_span
 from onnxlens.exporter.locations.files import Workspace, is_tracing_machinery
 from onnxlens.exporter.locations.frames import Frame, from_stack_trace
 from onnxlens.exporter.locations.place import Place, locate
+
+# Where capture's full trace (helper frames included) is kept when the stock `stack_trace` must
+# stay as torch recorded it (byte identity of the ONNX metadata; pipeline/stacks.py).
+FULL_TRACE = "onnxlens_stack_trace"
 
 _STRICT_PATH = re.compile(r"^L\['self'\]\.?|^L__self__\.?")
 
@@ -48,9 +55,14 @@ def module_stack(meta: dict[str, Any]) -> list[tuple[str, str]]:
     return entries
 
 
+def node_trace(meta: dict[str, Any]) -> str | None:
+    """An FX node's stack trace with every helper frame capture kept, else the stock one."""
+    return meta.get(FULL_TRACE) or meta.get("stack_trace")
+
+
 def locate_node(meta: dict[str, Any], workspace: Workspace | None) -> Place:
     """The user's line (and the chain around it) for one FX node's metadata."""
-    frames = [f for f in from_stack_trace(meta.get("stack_trace")) if not is_tracing_machinery(f.file)]
+    frames = [f for f in from_stack_trace(node_trace(meta)) if not is_tracing_machinery(f.file)]
     modules = module_stack(meta)
     owners = _frame_modules(frames, modules)
     components = {part for path, _ in modules for part in path.split(".") if part}
@@ -68,7 +80,7 @@ def locate_node(meta: dict[str, Any], workspace: Workspace | None) -> Place:
         code = f": {frame.code}" if frame.code else ""
         return f"{'called from' if outer else 'inside'} {func}{code}"
 
-    place = locate(frames, workspace, find_span=find_span, describe=describe, fallback_primary=True)
+    place = locate(frames, workspace, find_span=find_span, describe=describe)
     if modules:
         place.module_path, place.module_class = modules[-1]
     return place

@@ -9,7 +9,7 @@ The one builder every finding kind uses. From a call chain (outermost first):
   code it called ("inside f (library code)");
 * with no frame of the user's code, there is no primary: the caller puts the finding at the
   model's definition (`Place.at_fallback`), and the library frames still say where it happened.
-  A verification mismatch instead takes the innermost frame outside torch (`fallback_primary`).
+  Warnings too (a mismatch): the primary `locate` gives is only ever a frame of the workspace.
 
 Torch-free.
 """
@@ -69,20 +69,15 @@ def primary_frame(frames: list[Frame], workspace: Workspace | None) -> Frame | N
 
 def locate(frames: list[Frame], workspace: Workspace | None, *, call_names: list[str] | None = None,
            note: str = "called from here", describe: Describe | None = None,
-           find_span: FindSpan | None = None, fallback_primary: bool = False) -> Place:
+           find_span: FindSpan | None = None) -> Place:
     """The place of a chain of `frames` (outermost first).
 
     `call_names`: names the culprit may be called by on the primary line (an op's); `find_span`
     replaces that search. `note` describes callers of the primary; `{func}` in it is the
-    caller's function. `describe` replaces the descriptions altogether. `fallback_primary`: with
-    no user frame, the innermost frame outside torch and Python (else the innermost frame) is
-    the primary, rather than none.
+    caller's function. `describe` replaces the descriptions altogether.
     """
     describe = describe or _default_description(note)
     primary = primary_index(frames, workspace)
-    if primary is None and fallback_primary and frames:
-        primary = next((i for i in range(len(frames) - 1, -1, -1)
-                        if classify(frames[i].file, workspace) is not Origin.INTERNAL), len(frames) - 1)
     place = Place()
     if primary is not None:
         frame = frames[primary]

@@ -73,10 +73,17 @@ class Pipeline:
         onnx_program.model_proto.SerializeToString()
         # Translating imported modules that define op namespaces (torch.ops._dir grew): build the
         # tables for the namespaces jobs will see, or every forked child would rebuild them.
-        self.tables.decompositions(registry)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The tables brought up to date with the ops torch knows now: after imports that
+        register ops or op namespaces (the zygote's library preloading), so that forked
+        children do not each rebuild them (tables.py)."""
+        self.tables.refresh()
 
     def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
         start = time.perf_counter()
+        _counters_as_in_a_fresh_process()
         job = Job(spec, self.tables, on_event)
         try:
             for stage in STAGE_ORDER:
@@ -100,6 +107,25 @@ class Pipeline:
             result.seconds = time.perf_counter() - start
             _write_report(job)
         return result
+
+
+def _counters_as_in_a_fresh_process() -> None:
+    """torch.fx names the code it generates `<eval_with_key>.N`, N from a process-wide counter,
+    and those names reach the .onnx (the stack traces of nodes in torch.cond / loop bodies). A
+    user's script calling torch.onnx.export starts from 0; this process has exported before (the
+    warm-up, earlier in-process jobs). Each job starts from 0 too, so the files stay
+    byte-identical to the public API's. The stack traces also quote the generated code's lines,
+    read through linecache: the text an earlier job's module of the same name left there must
+    go, or a reused name quotes the old code. (Earlier jobs' graph modules lose their source
+    text for tracebacks; nothing reads them any more.)"""
+    import linecache
+
+    from torch.fx.graph_module import _loader
+
+    _loader.next_id = 0
+    _loader.eval_cache.clear()
+    for name in [name for name in linecache.cache if name.startswith("<eval_with_key>")]:
+        del linecache.cache[name]
 
 
 @contextlib.contextmanager

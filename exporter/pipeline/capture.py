@@ -22,6 +22,7 @@ from torch.onnx._internal.exporter import _capture_strategies
 from onnxlens.exporter import atomic
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
                                          is_user_code, locate)
+import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
@@ -74,16 +75,23 @@ def capture(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
 def run(job: Job) -> None:
     """The capture stage: the program on the job, or the findings of every strategy's failure."""
     target = job.target
-    with helper_frames_kept(_workspace_files(job.workspace)) as anchors:
+    with helper_frames_kept(job.workspace) as kept:
         captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
     if captured.program is not None:
         job.program = captured.program
         # Only non-strict traces carry the extra helper frames (see stacks.py).
-        job.anchors = anchors if captured.strategy == "non-strict" else set()
+        job.anchors = kept if captured.strategy == "non-strict" else None
         _write_program_dump(job)
         check_dynamic_dims(job)
         return
     job.error = captured.attempts[0].error if captured.attempts else None
+    unflattenable = outputs.unflattenable_type([attempt.error for attempt in captured.attempts])
+    # Only when no strategy found a line of the user's code (strict may name the user's return).
+    if unflattenable is not None and not any(locate(_user_frames(attempt.error, job.workspace), job.workspace).location
+                                             for attempt in captured.attempts):
+        explained = _output_finding(job, captured, unflattenable)
+        if explained is not None:
+            job.fail([explained])
     draft = []
     if any(is_data_dependent(a.error) for a in captured.attempts):
         try:
@@ -93,17 +101,16 @@ def run(job: Job) -> None:
     job.fail(findings_for_failure(captured, job.workspace, job.fallback, draft))
 
 
-def _workspace_files(workspace: Workspace) -> list[str]:
-    """Loaded workspace modules' files, as imported (frames use these names) and resolved."""
-    import sys
-
-    files = set()
-    for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if path and workspace.contains(path):
-            files.add(path)
-            files.add(os.path.realpath(path))
-    return sorted(files)
+def _output_finding(job: Job, captured: Capture, type_name: str) -> Finding | None:
+    """The finding for an output type torch.export cannot flatten (outputs.py); None if working
+    it out failed (the strategies' own findings then stand)."""
+    notes = [f"torch.export {attempt.strategy}: {outputs.rejection(attempt.error) or _headline(attempt.error)}"
+             for attempt in captured.attempts]
+    try:
+        return outputs.finding(job, type_name, notes)
+    except Exception as error:  # noqa: BLE001 - a bug here must not hide the capture failure
+        job.log(f"could not explain the unflattenable output {type_name}: {type(error).__name__}: {error}")
+        return None
 
 
 def _write_program_dump(job: Job) -> None:

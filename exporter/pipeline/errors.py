@@ -1,11 +1,15 @@
 """Findings for exceptions a stage caught: on the FX node the error names, else on the user's
-frames that raised, else at the model's definition.
+frames that raised, else on the FX node being interpreted when it was raised, else at the model's
+definition.
 
-Decomposition, translation and onnx.checker errors often name the FX node they failed on
-(`Error when translating node %name : ...`, ONNX node names taken from FX names): the node's
-stack trace then says which line of the user's code it came from. An exception no stage
-expected (user code that raised past torch, or a bug of ours) becomes a finding of the stage it
-happened in: the pipeline never raises.
+Translation errors name the FX node they failed on (`Error when translating node %name :
+...`); onnx.checker and shape inference name an ONNX node, whose metadata names its FX node
+(onnx_nodes.py); decomposition errors name none, but `run_decompositions` (and the type
+promotion pass after it) re-trace the program with a `torch.fx.Interpreter`, whose frames on the
+traceback hold the node it was running (a decomposition raising `Cannot view a tensor ...`, a
+custom op with alias annotations). Either way the node's stack trace says which line of the
+user's code it came from. An exception no stage expected (user code that raised past torch, or
+a bug of ours) becomes a finding of the stage it happened in: the pipeline never raises.
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import os
 import re
 from typing import Any, Iterator, NoReturn
 
-from onnxlens.exporter.locations import from_stack_trace, from_traceback, is_user_code, locate
+import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
+from onnxlens.exporter.locations import from_traceback, is_user_code, locate
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.pipeline.stacks import graph_modules
 from onnxlens.exporter.types import Finding, Related
 
 # The code of a finding for an unexpected failure in each stage.
@@ -28,28 +33,42 @@ STAGE_CODES = {
 
 
 def error_finding(job: Job, error: BaseException, code: str, context: str) -> Finding:
-    """A finding of the running stage for an exception: on the FX node it names if any, else the
-    user's frames, else the model's definition. User code that raised on the way (a custom
+    """A finding of the running stage for an exception: on the FX node (or ONNX node) it names if
+    any, else the user's frames that raised, else the node an FX interpreter was running, else
+    the model's definition. User code that raised on the way to a named node (a custom
     translation, say) is a related location."""
     chain = list(exception_chain(error))
     raised_frames = [frame for item in chain for frame in from_traceback(item)]
     place = None
-    node = node_named_in(job, error)
-    if node is not None:
-        place = locate(from_stack_trace(full_stack_trace(node)), job.workspace)
+    onnx_node = onnx_nodes.named_node("\n".join(str(item) for item in chain),
+                                      job.onnx_program.model if job.onnx_program is not None else None)
+    node = onnx_nodes.fx_node(onnx_node, job.decomposed) if onnx_node is not None else None
+    node = node or node_named_in(job, error)
+    if node is None and not any(is_user_code(frame.file, job.workspace) for frame in raised_frames):
+        # Where the user's code raised (a fake kernel of theirs) says more than the node does.
+        node = interpreted_node(error)
+    if node is not None or onnx_node is not None:
+        place = onnx_nodes.place(onnx_node, node, job.workspace)
         innermost = next((f for f in reversed(raised_frames) if is_user_code(f.file, job.workspace)), None)
         if innermost is not None:
             place.related.insert(0, Related(file=os.path.realpath(innermost.file), line=innermost.line,
                                             message="raised here", column=innermost.column or 1))
     if place is None or place.location is None:
-        place = locate(raised_frames, job.workspace)
+        # No line of the user's code on the node's chain: where the user's code raised, if it
+        # did (a custom translation); else the node's library frames still say where it was.
+        raised = locate(raised_frames, job.workspace)
+        if place is None or raised.location is not None:
+            place = raised
     root = chain[-1]
-    message = f"{context}: {type(root).__name__}: {_short(str(root))}"
+    text = onnx_nodes.with_type_names(_without_fx_context(str(root)) if node is not None else str(root))
+    where = [onnx_nodes.describe(onnx_node)] if onnx_node is not None else []
+    if node is not None:
+        where.append(("from " if where else "") + onnx_nodes.describe_fx(node))
+    message = f"{context}{' at ' + ', '.join(where) if where else ''}: {type(root).__name__}: {_short(text)}"
     if root is not error:
         message += f"\n({type(error).__name__}: {_short(first_line(str(error)), 400)})"
-    if node is not None:
-        message = message.replace(f"{context}:", f"{context} at node {node.name} ({node.target}):", 1)
-    place.at_fallback(job.fallback)
+    if place.at_fallback(job.fallback):
+        message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
     return Finding(code=code, stage=job.stage, location=place.location, related=place.related,
                    source_line=place.source_line, message=message)
 
@@ -90,6 +109,36 @@ def node_named_in(job: Job, error: BaseException) -> Any:
                 or re.search(rf"\bnode[ _]{re.escape(node.name)}\b", text)):
             return node
     return None
+
+
+def interpreted_node(error: BaseException) -> Any:
+    """The FX node a `torch.fx.Interpreter` was running when `error` was raised: the innermost
+    traceback frame of an interpreter's method with the node in hand (`run_node(self, n)`, the
+    `node` of `run`'s loop), along the exception chain. None if no interpreter was running."""
+    import torch
+
+    for item in exception_chain(error):
+        found = None
+        traceback = item.__traceback__
+        while traceback is not None:
+            local = traceback.tb_frame.f_locals
+            if isinstance(local.get("self"), torch.fx.Interpreter):
+                node = local.get("n", local.get("node"))
+                if isinstance(node, torch.fx.Node) and node.op in ("call_function", "call_method", "call_module"):
+                    found = node  # keep going: the innermost frame wins
+            traceback = traceback.tb_next
+        if found is not None:
+            return found
+    return None
+
+
+# torch appends the node and its stack trace to errors raised while interpreting a graph: the
+# finding says the same with the node's place, so that part is left out of the message.
+_FX_CONTEXT = re.compile(r"\n\s*While executing %.*", re.DOTALL)
+
+
+def _without_fx_context(text: str) -> str:
+    return _FX_CONTEXT.sub("", text)
 
 
 def exception_chain(error: BaseException) -> Iterator[BaseException]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from torch.onnx._internal.exporter._registration import ONNXRegistry
 
     from onnxlens.exporter.pipeline.loader import LoadedTarget, Loader
+    from onnxlens.exporter.pipeline.stacks import HelperFrames
     from onnxlens.exporter.pipeline.tables import Tables
 
 
@@ -51,7 +52,7 @@ class Job:
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
     # capture
     program: ExportedProgram | None = None
-    anchors: set[tuple[str, str]] = field(default_factory=set)  # helper-frame anchors (stacks.py)
+    anchors: HelperFrames | None = None  # what stock capture keeps of the helper frames (stacks.py)
     # decompose, translate
     decomposed: ExportedProgram | None = None
     onnx_program: ONNXProgram | None = None

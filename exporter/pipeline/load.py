@@ -58,4 +58,7 @@ def run(job: Job) -> None:
                                       dynamic_shapes=dynamic_shapes, custom_translations=custom)
     job.opset = spec.opset if spec.opset is not None else DEFAULT_OPSET
     job.custom_key = custom_table_key(custom)
+    rebuilds = len(job.tables.rebuilds)
     job.registry = job.tables.registry(job.opset, custom)
+    for rebuild in job.tables.rebuilds[rebuilds:]:  # the user's imports registered ops torchlib translates
+        job.log(f"{spec.name}: {rebuild.describe()}")

@@ -4,36 +4,24 @@ The stock exporter dispatches node by node while it builds the graph and stops a
 it cannot translate. Dispatching is cheap (~0.1 ms a node), so we dispatch every call_function
 node of the decomposed program, subgraphs of torch.cond / while_loop / scan included, with the
 same `_dispatching.dispatch` and registry the translation will use, and report them all, each
-on the innermost line of the user's code that produced it (exporter/locations).
+on the innermost line of the user's code that produced it (exporter/locations), with what the
+user called to get it (op_sources.py); op_findings.py writes the findings.
 """
 
 from __future__ import annotations
 
 import operator
-import os
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch.onnx._internal.exporter import _capture_strategies, _core, _dispatching
 
-from onnxlens.exporter.locations import (Frame, Workspace, call_names_for_op, from_stack_trace, is_user_code,
-                                         locate, primary_frame)
+from onnxlens.exporter.locations import Workspace, from_stack_trace, is_user_code
 from onnxlens.exporter.pipeline.decompose import decompose
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
+from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
-from onnxlens.exporter.types import Finding, Location
-
-ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
-
-
-@dataclass
-class UnsupportedOp:
-    op: str  # e.g. "aten.linalg_eig.default"
-    reason: str
-    frames: list[Frame]  # outermost first
-    torch_fn: str | None  # e.g. "builtin_function_or_method.linalg_eigvals"
-    module_path: str | None
 
 
 def run(job: Job) -> None:
@@ -86,7 +74,7 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             found.append(UnsupportedOp(op=_op_name(node.target), reason=reason,
                                        frames=from_stack_trace(full_stack_trace(node)),
                                        torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
-                                       module_path=module_path))
+                                       module_path=module_path, source=op_source(node)))
     return found
 
 
@@ -94,35 +82,6 @@ def _op_name(target: Any) -> str:
     if isinstance(target, torch._ops.OpOverload):
         return f"{target.namespace}.{target._opname}.{target._overloadname}"
     return getattr(target, "__qualname__", None) or str(target)
-
-
-def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Location | None) -> list[Finding]:
-    """One finding per source location, naming every op that lacks a translation there."""
-    grouped: dict[tuple, list[UnsupportedOp]] = {}
-    for op in ops:
-        innermost = primary_frame(op.frames, workspace)
-        key = (os.path.realpath(innermost.file), innermost.line) if innermost else ("", 0)
-        grouped.setdefault(key, []).append(op)
-    findings = []
-    for key, group in grouped.items():
-        names = list(dict.fromkeys(op.op for op in group))
-        call_names = [name for op in group for name in call_names_for_op(op.torch_fn, op.op)]
-        place = locate(group[0].frames, workspace, call_names=call_names)
-        callee = _callee(place.source_line, place.location)
-        message = f"no ONNX translation for {', '.join(names)}"
-        if callee:
-            message += f" (from {callee})"
-        if "complex" in group[0].reason:
-            message += " for complex-valued inputs"
-        message += "; give one in the target's custom-translations table, or avoid the op"
-        if place.at_fallback(fallback):
-            message += "\n(the op has no source line in your code: shown at the model's definition)"
-        module_paths = sorted({op.module_path for op in group if op.module_path})
-        if module_paths:
-            message += f" [module: {', '.join(module_paths)}]"
-        findings.append(Finding(code="unsupported-op", stage="scan", location=place.location, related=place.related,
-                                source_line=place.source_line, docs_url=ONNX_DOCS_URL, message=message))
-    return findings
 
 
 def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp]],
@@ -152,15 +111,7 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                 if len(matches) == len(group) and depth(matches[index]) > depth(best):
                     best = UnsupportedOp(op=op.op, reason=op.reason, frames=matches[index].frames,
                                          torch_fn=op.torch_fn or matches[index].torch_fn,
-                                         module_path=op.module_path)
+                                         module_path=op.module_path,
+                                         source=op.source if op.source.call else matches[index].source)
             located.append(best)
     return located
-
-
-def _callee(text: str | None, location: Location | None) -> str | None:
-    """`torch.linalg.eigvals` when the location's column range covers `torch.linalg.eigvals(h)`."""
-    if not text or location is None or not location.end_column or location.end_line != location.line:
-        return None
-    span = text[location.column - 1:location.end_column - 1]
-    name = span.split("(", 1)[0].strip()
-    return name if name and "(" in span and name.replace(".", "").replace("_", "").isalnum() else None

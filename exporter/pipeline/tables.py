@@ -6,12 +6,24 @@ decomposition table (~0.035 s) and the set of CompositeImplicitAutograd ops
 opset, on the registered translations and on the op namespaces torch knows (`torch.ops._dir`:
 a user's `torch.library.custom_op` adds one), so they are cached under those keys.
 
+Which translations the registry holds also depends on the moment it is built:
+`ONNXRegistry.from_torchlib()` skips every torchlib translation whose torch op does not exist
+yet, and libraries register ops when they are imported (`import torchvision` registers
+`torchvision::roi_align`, `nms`, ...; torch's own `torch.ao.quantization.fx._decomposed`
+registers `quantized_decomposed::*`). The stock exporter builds its registry at each call,
+after the user's imports; ours is built in the zygote before any. So each registry is kept
+with the set of torchlib ops that existed when it was built (`available_torchlib_ops`: ~1 ms
+to compute, asked at every job and after library preloading), and rebuilt when that set
+changed: then it holds exactly what a stock registry built at that moment would.
+
 Custom translations mutate a registry: each job gets its own copy of the cached one, so an
 in-process job never leaks its registrations into the next.
 """
 
 from __future__ import annotations
 
+import functools
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,18 +51,38 @@ def registry_opset(opset: int) -> int:
     return max(opset, _constants.TORCHLIB_OPSET)
 
 
+@dataclass
+class BuiltRegistry:
+    registry: _registration.ONNXRegistry
+    available: frozenset[str]  # available_torchlib_ops() when it was built
+
+
+@dataclass
+class Rebuild:
+    """A cached registry rebuilt because the torchlib ops torch knows changed (for the log)."""
+
+    opset: int
+    appeared: list[str]
+    gone: list[str]
+    seconds: float
+
+    def describe(self) -> str:
+        changes = [f"{', '.join(names)} {verb}" for names, verb in
+                   ((self.appeared, "appeared"), (self.gone, "went")) if names]
+        return (f"ONNX registry (opset {self.opset}) rebuilt in {self.seconds:.2f} s, as the public API "
+                f"would build it now: torch ops with torchlib translations {'; '.join(changes)}")
+
+
 class Tables:
     def __init__(self) -> None:
-        self._registries: dict[int, _registration.ONNXRegistry] = {}
+        self._registries: dict[int, BuiltRegistry] = {}
         self._decompositions: dict[tuple, DecompositionTables] = {}
+        self.rebuilds: list[Rebuild] = []  # of registries built before (not the first builds)
 
     def registry(self, opset: int, custom: dict | None = None) -> _registration.ONNXRegistry:
-        """A private copy of the cached registry for `opset`, with `custom` translations added."""
-        build_opset = registry_opset(opset)
-        base = self._registries.get(build_opset)
-        if base is None:
-            base = _registration.ONNXRegistry.from_torchlib(opset_version=build_opset)
-            self._registries[build_opset] = base
+        """A private copy of the registry for `opset` as the public API would build it now, with
+        `custom` translations added."""
+        base = self._current(registry_opset(opset)).registry
         copy = _registration.ONNXRegistry()
         copy._opset_version = base._opset_version
         copy.functions = {key: list(metas) for key, metas in base.functions.items()}
@@ -59,9 +91,31 @@ class Tables:
                 copy.register_op(overload, function, is_complex=False)
         return copy
 
+    def refresh(self) -> None:
+        """Bring every table built so far up to date with the ops torch knows now (after the
+        zygote imported libraries: its children then find them current)."""
+        for build_opset in list(self._registries):
+            self.decompositions(self._current(build_opset).registry)
+
+    def _current(self, build_opset: int) -> BuiltRegistry:
+        """The cached registry for `build_opset`, rebuilt if torchlib ops appeared or went since."""
+        available = available_torchlib_ops()
+        built = self._registries.get(build_opset)
+        if built is not None and built.available == available:
+            return built
+        started = time.perf_counter()
+        fresh = BuiltRegistry(_registration.ONNXRegistry.from_torchlib(opset_version=build_opset), available)
+        self._registries[build_opset] = fresh
+        if built is not None:
+            self.rebuilds.append(Rebuild(build_opset, sorted(available - built.available),
+                                         sorted(built.available - available), time.perf_counter() - started))
+        return fresh
+
     def decompositions(self, registry: _registration.ONNXRegistry, custom_key: tuple = ()) -> DecompositionTables:
         """Fresh dicts (run_decompositions may mutate them) of the cached tables."""
-        key = (registry.opset_version, custom_key, tuple(sorted(torch.ops._dir)))
+        built = self._registries.get(registry.opset_version)
+        available = built.available if built is not None else None
+        key = (registry.opset_version, custom_key, tuple(sorted(torch.ops._dir)), available)
         tables = self._decompositions.get(key)
         if tables is None:
             onnx_ops = set(_decomp.get_onnx_implemented_overloads(registry))
@@ -73,6 +127,26 @@ class Tables:
                 del self._decompositions[old]
             self._decompositions[key] = tables
         return DecompositionTables(dict(tables.cia_to_decomp), dict(tables.python_decomp_table))
+
+
+@functools.lru_cache(maxsize=1)
+def _torchlib_names() -> tuple[str, ...]:
+    """The torch ops onnxscript's torchlib translates, by qualified name (fixed per process)."""
+    from torch.onnx._internal._lazy_import import onnxscript_apis
+
+    return tuple(sorted({meta.qualified_name for meta in onnxscript_apis.get_torchlib_ops()}))
+
+
+def available_torchlib_ops() -> frozenset[str]:
+    """The torchlib ops `ONNXRegistry.from_torchlib()` would find now, asked with its own
+    lookup (`_get_overload`: torchvision's ops also need torchvision to be importable)."""
+    logger = _registration.logger
+    silenced = logger.disabled  # its "torchvision is not installed" warnings, once per op per call
+    logger.disabled = True
+    try:
+        return frozenset(name for name in _torchlib_names() if _registration._get_overload(name) is not None)
+    finally:
+        logger.disabled = silenced
 
 
 def custom_table_key(custom: dict | None) -> tuple:

@@ -22,13 +22,14 @@ import time
 from typing import Any
 
 from onnxlens.exporter.locations import Workspace
-from onnxlens.exporter.types import Finding, OutputComparison, VerificationSummary
+from onnxlens.exporter.types import Finding, Location, OutputComparison, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, first_line
 
 
 def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, *,
            rtol: float = 1e-3, atol: float = 1e-5, root: str | None = None,
-           workspace: Workspace | None = None) -> tuple[VerificationSummary, list[Finding]]:
+           workspace: Workspace | None = None,
+           fallback: Location | None = None) -> tuple[VerificationSummary, list[Finding]]:
     """Compare onnxruntime with torch on (args, kwargs).
 
     Returns the summary and, on a mismatch, one `mismatch` Finding on the source line of the
@@ -36,7 +37,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     its module path. `exported_program` is the torch.export ExportedProgram the ONNX model was
     built from (after decomposition; None: `onnx_program.exported_program`), `onnx_program` the
     torch.onnx.ONNXProgram. The finding lands on the innermost frame of the `workspace` (or of
-    the workspace at `root`); with neither, on the innermost frame outside installed libraries.
+    the workspace at `root`; with neither, the innermost frame outside installed libraries);
+    without such a frame, at `fallback` (the model's definition), the library frames related.
     """
     start = time.perf_counter()
     summary = VerificationSummary(rtol=rtol, atol=atol)
@@ -45,7 +47,7 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
         workspace = Workspace(root)
     try:
         findings = _Verification(exported_program, onnx_program, args, kwargs or {},
-                                 summary=summary, workspace=workspace).run()
+                                 summary=summary, workspace=workspace, fallback=fallback).run()
     except Exception as error:  # noqa: BLE001 - a verification bug must not fail the export
         summary.passed = False
         summary.error = f"verification could not run: {type(error).__name__}: {error}"
@@ -55,13 +57,14 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
 
 class _Verification:
     def __init__(self, exported_program, onnx_program, args, kwargs, *, summary: VerificationSummary,
-                 workspace: Workspace | None):
+                 workspace: Workspace | None, fallback: Location | None):
         self.program = exported_program if exported_program is not None else getattr(
             onnx_program, "exported_program", None)
         self.onnx_program = onnx_program
         self.args, self.kwargs = tuple(args or ()), kwargs
         self.summary = summary
         self.workspace = workspace
+        self.fallback = fallback
 
     def run(self) -> list[Finding]:
         import torch
@@ -132,7 +135,7 @@ class _Verification:
         if found is None:
             found = failing[0]
         summary.first_mismatch = findings.describe(found)
-        return [findings.mismatch_finding(found, summary, self.workspace)]
+        return [findings.mismatch_finding(found, summary, self.workspace, self.fallback)]
 
     def _user_output_pairs(self, torch_outputs) -> list[tuple[Any, Any]]:
         """(producing FX node, torch value) for each ONNX graph output, in order.

@@ -1,17 +1,19 @@
 """The `mismatch` findings of verification, on the user's line, named by module path.
 
 Where the finding lands is decided by exporter/locations (`locate_node`: the one rule and
-builder, with the module-aware messages of a mismatch); this module says what it says.
+builder, with the module-aware messages of a mismatch); this module says what it says. A
+warning stays in the workspace as an error does: a value no line of the workspace computed
+(a library model's) is shown at the model's definition, the library's lines related.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from onnxlens.exporter.locations import Workspace, locate_node, module_stack
-from onnxlens.exporter.types import Finding, FirstMismatch, VerificationSummary
-from onnxlens.exporter.verify.divergence import FX_NODE_META, FX_NODE_NAME, Divergence, onnx_op, target_name
+import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
+from onnxlens.exporter.locations import Workspace, locate_node, module_stack, node_trace
+from onnxlens.exporter.types import Finding, FirstMismatch, Location, VerificationSummary
+from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
 
 
 def describe(divergence: Divergence) -> FirstMismatch:
@@ -23,7 +25,8 @@ def describe(divergence: Divergence) -> FirstMismatch:
         max_abs_diff=divergence.comparison.max_abs_diff, max_rel_diff=divergence.comparison.max_rel_diff)
 
 
-def mismatch_finding(divergence: Divergence, summary: VerificationSummary, workspace: Workspace | None) -> Finding:
+def mismatch_finding(divergence: Divergence, summary: VerificationSummary, workspace: Workspace | None,
+                     fallback: Location | None = None) -> Finding:
     node = divergence.node
     place = locate_node(_traced_meta(node), workspace)
     comparison = divergence.comparison
@@ -51,30 +54,27 @@ def mismatch_finding(divergence: Divergence, summary: VerificationSummary, works
         message = (f"onnxruntime and torch differ first in {where}, {what}: {diff} "
                    f"({tolerance}); the outputs differ by up to "
                    f"{summary.max_abs_diff:.3g}")
+    if place.at_fallback(fallback):
+        message += "\n(no line of your code computed this value: shown at the model's definition)"
     return Finding(code="mismatch", severity="warning", stage="verify", message=message,
                    location=place.location, related=place.related, source_line=place.source_line)
 
 
 def runtime_failure_finding(message: str, program: Any, model: Any, workspace: Workspace | None) -> Finding:
-    """onnxruntime refused the model: put it on the line of the node it names, if any."""
-    location, related, source_line = None, [], None
-    # onnxruntime names the node as "Name:'node_view'" (kernel errors), "Node (x)" or
-    # "node with name 'x'" (no kernel for the type).
-    match = re.search(r"Name:'([^']+)'|[Nn]ode \(([^)]+)\)|node with name '([^']+)'", message)
-    if match:
-        node_name = next(group for group in match.groups() if group)
-        for onnx_node in model.graph:
-            if onnx_node.name == node_name:
-                fx_name = FX_NODE_NAME.match(onnx_node.metadata_props.get(FX_NODE_META, ""))
-                fx_node = next((n for n in program.graph.nodes
-                                if fx_name and n.name == fx_name.group(1)), None)
-                if fx_node is not None:
-                    place = locate_node(fx_node.meta, workspace)
-                    location, related, source_line = place.location, place.related, place.source_line
-                break
-    return Finding(code="mismatch", severity="warning", stage="verify",
-                   message=f"onnxruntime could not run the exported model: {message}",
-                   location=location, related=related, source_line=source_line)
+    """onnxruntime refused the model: on the line that produced the node it names, the node named
+    by op and types (exporter/pipeline/onnx_nodes.py); no location if it names none."""
+    onnx_node = onnx_nodes.named_node(message, model)
+    if onnx_node is None:
+        return Finding(code="mismatch", severity="warning", stage="verify",
+                       message=f"onnxruntime could not run the exported model: {message}")
+    node = onnx_nodes.fx_node(onnx_node, program)
+    place = onnx_nodes.place(onnx_node, node, workspace)
+    where = onnx_nodes.describe(onnx_node) + (f", from {onnx_nodes.describe_fx(node)}" if node is not None else "")
+    text = f"onnxruntime could not run the exported model at {where}: {message}"
+    if "Could not find an implementation" in message:
+        text += "\n(onnxruntime's CPU provider has no kernel for this op with these element types)"
+    return Finding(code="mismatch", severity="warning", stage="verify", message=text,
+                   location=place.location, related=place.related, source_line=place.source_line)
 
 
 def _traced_meta(node: Any) -> dict:
@@ -82,7 +82,7 @@ def _traced_meta(node: Any) -> dict:
     decomposition or a pass added may have none (their inputs, then their users, are the
     closest user code)."""
     meta = getattr(node, "meta", None) or {}
-    if meta.get("stack_trace") or not hasattr(node, "all_input_nodes"):
+    if node_trace(meta) or not hasattr(node, "all_input_nodes"):
         return meta
     for neighbours in (lambda n: n.all_input_nodes, lambda n: list(n.users)):
         seen, frontier = {node}, [node]
@@ -92,7 +92,7 @@ def _traced_meta(node: Any) -> dict:
                 for other in neighbours(current):
                     if other in seen:
                         continue
-                    if other.meta.get("stack_trace"):
+                    if node_trace(other.meta):
                         return {**other.meta, "nn_module_stack": meta.get(
                             "nn_module_stack", other.meta.get("nn_module_stack"))}
                     seen.add(other)

@@ -18,7 +18,7 @@ import importlib
 import os
 import sys
 import time
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE, PRELOAD_VARIABLE
 from onnxlens.exporter.worker.warmup import stop_tqdm_monitor
@@ -37,9 +37,12 @@ class Preloader:
         if self.enabled and not self.retiring:
             self.wanted.update(names)
 
-    def run(self) -> dict[str, Any] | None:
+    def run(self, after_imports: Callable[[], None] = lambda: None) -> dict[str, Any] | None:
         """Import the wanted modules here; the message to send the server (`preloaded`, or
-        `retire` when an import started a thread), None when there was nothing to do."""
+        `retire` when an import started a thread), None when there was nothing to do.
+
+        `after_imports` runs once modules were imported, before the heap is frozen: the
+        pipeline's tables follow what the imports registered (a library's ops)."""
         names = sorted(n for n in self.wanted
                        if n not in sys.modules and n not in self.failed
                        and n.partition(".")[0] not in self.deny)
@@ -68,6 +71,11 @@ class Preloader:
                       file=sys.stderr)
                 self.retiring = True
                 return {"type": "retire", "deny": package, "reason": f"importing {name} started a thread"}
+        if loaded:
+            try:
+                after_imports()
+            except Exception as error:  # noqa: BLE001 - children then bring the tables up to date themselves
+                print(f"onnxlens worker: updating the tables after preloading failed: {error!r}", file=sys.stderr)
         gc.collect()
         gc.freeze()
         return {"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started}

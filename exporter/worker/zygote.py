@@ -323,7 +323,9 @@ class Zygote:
     # ---- library preloading (preload.py) -------------------------------------------------
 
     def _preload(self) -> None:
-        message = self.preloader.run()
+        # A library's import may register ops torchlib translates (torchvision's): the tables
+        # follow here, once, rather than in every child.
+        message = self.preloader.run(after_imports=self.pipeline.refresh)
         if message is not None:
             self._send(message)
 

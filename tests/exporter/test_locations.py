@@ -299,16 +299,39 @@ def test_find_call_and_the_names_a_user_may_have_written():
     assert locations.find_call("y = f(g(x)", ["f"]) == (4, 10)  # unbalanced: to the line's end
 
 
-def test_a_node_without_a_workspace_frame_falls_back_to_the_innermost_frame_outside_torch(root, tmp_path):
-    """A mismatch is still worth a line: the innermost library frame (here transformers'), as
-    the chain's other findings count library code. (Before the one rule, verification skipped
-    every site-packages frame here and took libmodel.py, outside the workspace too.)"""
+def test_a_node_without_a_workspace_frame_has_no_primary_and_the_library_chain_is_related(root, tmp_path):
+    """A mismatch stays in the workspace as an error does (docs/diagnostics.md): no primary in
+    transformers' files; the caller puts it at the model's definition, the library frames
+    (transformers', and libmodel.py, outside this workspace) still say where it happened.
+    (Until issue 10 the innermost library frame was the primary: a warning in site-packages.)"""
     meta = {"stack_trace": trace("library_model", root),
             "nn_module_stack": DATA["nn_module_stack"]["library_model"]}
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     place = locations.locate_node(meta, Workspace(str(elsewhere)))
-    assert os.path.basename(place.location.file) == "activations.py"
-    assert place.source_line.strip() == "return self.act(input)"
-    assert [os.path.basename(r.file) for r in place.related] == ["modeling_bert.py", "libmodel.py"]
-    assert place.related[-1].message.startswith("called from Wrapper.forward()")
+    assert place.location is None
+    assert [os.path.basename(r.file) for r in place.related] == ["activations.py", "modeling_bert.py", "libmodel.py"]
+    assert place.related[0].message.startswith("inside GELUActivation.forward()")
+
+
+def test_module_lists_read_as_ranges_in_numeric_order():
+    from onnxlens.exporter.locations.names import module_list
+
+    assert module_list([f"layers.{i}.attn" for i in range(32)]) == "layers.0–31.attn"
+    assert module_list([f"layers.{i}" for i in (10, 0, 1, 2, 5, 11)]) == "layers.[0–2, 5, 10–11]"
+    assert module_list([f"blocks.{b}.layers.{i}" for b in range(2) for i in range(4)]) == "blocks.0–1.layers.0–3"
+    assert module_list(["pooler", "encoder.layer.10.output", "encoder.layer.2.output"]) == (
+        "encoder.layer.[2, 10].output, pooler")
+
+
+def test_library_places_are_named_inside_their_package(root):
+    from onnxlens.exporter.locations.names import calling_library_frame, library_function, short_path
+
+    assert short_path(TRANSFORMERS_FILE) == "transformers/models/bert/modeling_bert.py"
+    workspace = Workspace(str(root))
+    assert short_path(str(root / "model.py"), workspace) == "model.py"
+    frames = locations.from_stack_trace(trace("library_model", root))
+    innermost = calling_library_frame(frames, workspace)
+    assert library_function(innermost, workspace).startswith("in `forward`, transformers/activations.py:")
+    user_only = [f for f in frames if f.file.startswith(str(root))]
+    assert calling_library_frame(user_only, workspace) is None  # the user's own line called it

@@ -1,4 +1,9 @@
-"""Helper frames are kept for our findings and hover, and the .onnx stays the public API's."""
+"""Helper frames are kept for our findings and hover, and the .onnx stays the public API's.
+
+The model calls a helper of its own workspace and, through `tinylib` (a vendored package: library
+code by files.classify), library helpers two deep: capture keeps both kinds of frames
+(stacks.py), translation must still see the stock stack traces.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import torch
 from torch import nn
 
 from blocks.helpers import gated_mlp
+from tinylib.ops import soft_clip
 
 
 class Net(nn.Module):
@@ -32,7 +38,7 @@ class Net(nn.Module):
         h = gated_mlp(self.up(x))
         if torch.onnx.is_in_onnx_export():  # as under the public API, this is True while exporting
             h = h * 0.5
-        return self.down(self.mix(h))
+        return soft_clip(self.down(self.mix(h)))
 
 
 def build():
@@ -59,13 +65,31 @@ def gated_mlp(x):
 '''
 
 
+TINYLIB = '''
+import torch
+
+
+def _scaled_tanh(x, scale):
+    return torch.tanh(x / scale) * scale  # tinylib-op
+
+
+def soft_clip(x, scale=3.0):
+    return _scaled_tanh(x, scale)
+'''
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("identity")
     write(root, "blocks/__init__.py", "")
     write(root, "blocks/net.py", NET)
     write(root, "blocks/helpers.py", HELPERS)
-    return root
+    vendored = root / "vendor" / "site-packages"
+    write(vendored, "tinylib/__init__.py", "")
+    write(vendored, "tinylib/ops.py", TINYLIB)
+    sys.path.insert(0, str(vendored))
+    yield root
+    sys.path.remove(str(vendored))
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +138,89 @@ def test_hover_info_lands_on_helper_lines(exported, workspace):
         "MatMul" in by_line[("net.py", line_of(net, "self.down(self.mix(h))"))].ops
 
 
+def test_hover_info_reaches_library_helpers_only_through_the_users_line(exported, workspace):
+    """The library's own lines are not the user's: tanh lands on forward's call of the library."""
+    result, _ = exported
+    net = workspace / "blocks" / "net.py"
+    by_line = {(Path(i.file).name, i.line): i for i in result.lines}
+    assert "Tanh" in by_line[("net.py", line_of(net, "soft_clip(self.down"))].ops
+    assert not any(name == "ops.py" for name, _ in by_line)
+
+
+def test_the_full_trace_keeps_library_helper_frames(workspace):
+    """What findings read (stacks.FULL_TRACE): the chain down to the library line that called tanh."""
+    from onnxlens.exporter.locations import Workspace, from_stack_trace, node_trace
+    from onnxlens.exporter.pipeline.decompose import decompose
+    from onnxlens.exporter.pipeline.stacks import helper_frames_kept, restore_stock_traces
+    from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
+
+    module = sys.modules["blocks.net"]
+    with helper_frames_kept(Workspace(str(workspace))) as kept:
+        program = torch.export.export(module.build(), module.inputs(), strict=False)
+    tables = shared_pipeline().tables
+    decomposed = decompose(program, tables.decompositions(tables.registry(DEFAULT_OPSET)))
+    restore_stock_traces(decomposed, kept)
+    tanh = next(n for n in decomposed.graph.nodes if "tanh" in str(n.target))
+    ops = workspace / "vendor" / "site-packages" / "tinylib" / "ops.py"
+    functions = [(Path(f.file).name, f.func) for f in from_stack_trace(node_trace(tanh.meta))]
+    assert functions == [("net.py", "forward"), ("ops.py", "soft_clip"), ("ops.py", "_scaled_tanh")]
+    assert from_stack_trace(node_trace(tanh.meta))[-1].line == line_of(ops, "# tinylib-op")
+    assert [f.func for f in from_stack_trace(tanh.meta["stack_trace"])] == ["forward"]  # stock
+
+
 def test_capture_leaves_no_stack_trace_anchors_behind(exported):
     from torch.fx import proxy
 
-    assert not any("identity" in file for file, _ in getattr(proxy, "_STACK_TRACE_ANCHORS", set()))
+    anchors = getattr(proxy, "_STACK_TRACE_ANCHORS", set())
+    assert type(anchors) is set  # torch's own set is back
+    assert not any("identity" in file for file, _ in anchors)
+
+
+COND = '''
+import torch
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        def grow(x):
+            return x.cos() * 2
+
+        def shrink(x):
+            return x.sin() - 1
+
+        return torch.cond(x.shape[0] > 2, grow, shrink, [x])
+
+
+def inputs():
+    return (torch.randn(4, 3),)
+
+
+def shapes():
+    return {"x": {0: torch.export.Dim("rows", min=1, max=64)}}
+'''
+
+STOCK_IN_A_FRESH_PROCESS = '''
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from branchy import Branchy, inputs, shapes
+torch.onnx.export(Branchy(), inputs(), sys.argv[2], dynamo=True, dynamic_shapes=shapes(), verbose=False)
+'''
+
+
+def test_a_model_with_torch_cond_is_byte_identical_to_a_fresh_process_public_export(tmp_path):
+    """The branches' stack traces name torch.fx's generated code `<eval_with_key>.N`, N counted per
+    process: this process has exported many models already, a user's script has not."""
+    import subprocess
+
+    root = tmp_path / "ws"
+    write(root, "branchy.py", COND)
+    shared_pipeline().warm_up()  # this process has generated graph modules before
+    spec = spec_for(root, "branchy", "branchy.py:Branchy", "branchy.py:inputs", dynamic_shapes="branchy.py:shapes")
+    result = shared_pipeline().run(spec)
+    assert result.status == "ok", result.findings
+    public = tmp_path / "branchy.onnx"
+    subprocess.run([sys.executable, "-c", STOCK_IN_A_FRESH_PROCESS, str(root), str(public)], check=True,
+                   capture_output=True)
+    assert b"<eval_with_key>." in public.read_bytes()  # the branches' stack traces (If subgraphs) name it
+    assert filecmp.cmp(result.onnx, public, shallow=False)

@@ -12,6 +12,7 @@ torch, in one of two ways a user meets in practice:
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from torch import nn
 
 from onnxlens.exporter.verify import verify
 from onnxlens.exporter.locations import Workspace, from_stack_trace, locate_node, normalize_module_path
+from onnxlens.exporter.types import Location
 
 HERE = Path(__file__).resolve()
 ROOT = str(HERE.parent)
@@ -179,13 +181,18 @@ def test_without_root_the_innermost_non_library_frame_is_primary(deep_program):
     assert finding.location.line == line_of("block-ff")
 
 
-def test_root_elsewhere_falls_back_to_the_innermost_user_frame(deep_program, tmp_path):
-    """No frame in the workspace: still a user frame rather than torch's linear.py."""
+def test_root_elsewhere_puts_the_mismatch_at_the_fallback_with_the_chain_related(deep_program, tmp_path):
+    """No frame in the workspace: the warning stays in the workspace (at the model's definition,
+    `fallback`) as an error would; the code that computed the value (here this file, outside
+    that workspace) is related, torch's linear.py is not (docs/diagnostics.md)."""
     args, program = deep_inputs(), deep_program
+    model = Location(file=str(tmp_path / "model.py"), line=3, column=5, end_line=3, end_column=10)
     with corrupted_bias(program, "layers.0.ff.0.bias"):
-        _, (finding,) = verify(program.exported_program, program, args, {}, root=str(tmp_path))
-    assert finding.location.file == str(HERE)
-    assert finding.location.line == line_of("block-ff")
+        _, (finding,) = verify(program.exported_program, program, args, {}, root=str(tmp_path), fallback=model)
+    assert (finding.location.file, finding.location.line) == (model.file, 3)
+    assert "shown at the model's definition" in finding.message
+    assert (str(HERE), line_of("block-ff")) in [(r.file, r.line) for r in finding.related]
+    assert not any("torch" + os.sep in r.file for r in finding.related)
 
 
 class Odd(nn.Module):

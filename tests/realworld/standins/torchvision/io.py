@@ -1,0 +1,1 @@
+"""Stand-in: transformers' video_utils imports `torchvision.io` when torchvision is installed."""

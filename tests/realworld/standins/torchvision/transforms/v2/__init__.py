@@ -1,0 +1,1 @@
+"""Stand-in: transformers' image processors import `torchvision.transforms.v2.functional`."""
