@@ -77,7 +77,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "with": {"url": with_ext.url(with_ws)},
                 "without": {"url": without_ext.url(without_ws)},
                 "missing": {"url": missing_ext.url(missing_ws), "message": "needs onnxlens and torch",
-                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code"},
+                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code 1"},
                 "file": "models/spectral.py",
                 "minErrors": 2,
                 "problemsTimeoutMs": 90_000,
@@ -129,7 +129,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert "Install onnxlens into this interpreter" in toast["buttons"], toast
     status = [item["text"] for item in missing["before"]["statusItems"] if "onnxlens" in item["id"]]
     assert status == ["ONNX Lens: not ready"], missing["before"]["statusItems"]
-    assert any("pip install exited with code 1" in n["message"] for n in missing["observed"]["notifications"]), missing["observed"]["notifications"]
+    # The outcome toast may already have timed out into the notification center, where the
+    # driver found it (observed afterwards, the center is closed again): where it was seen is the
+    # evidence, not the toasts visible at the end of the step.
+    assert missing["seenIn"] in ("toast", "notification center"), missing
     assert onnxlens_rows(missing["observed"]) == []
 
     # The code action opens the markdown report in a preview tab.
