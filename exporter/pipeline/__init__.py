@@ -21,6 +21,7 @@ import contextlib
 import time
 from typing import Callable, Iterator, NamedTuple
 
+import onnxlens.exporter.pipeline.artifacts as artifacts
 import onnxlens.exporter.pipeline.capture as capture
 import onnxlens.exporter.pipeline.check as check
 import onnxlens.exporter.pipeline.decompose as decompose
@@ -82,6 +83,15 @@ class Pipeline:
         self.tables.refresh()
 
     def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
+        """The whole export, its report and program dump written (in-process callers)."""
+        job = self.export(spec, on_event)
+        artifacts.write(job)
+        return job.result
+
+    def export(self, spec: TargetSpec, on_event: EventSink = _ignore) -> Job:
+        """The export up to its result (`job.result`); the report and the program dump are
+        named but not written yet: `artifacts.write(job)` does that, after a worker child has
+        sent the result the editor waits for."""
         start = time.perf_counter()
         _counters_as_in_a_fresh_process()
         job = Job(spec, self.tables, on_event)
@@ -103,10 +113,9 @@ class Pipeline:
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None
-            # Before the report, which shows it; the report itself takes milliseconds.
+            artifacts.plan(job)
             result.seconds = time.perf_counter() - start
-            _write_report(job)
-        return result
+        return job
 
 
 def _counters_as_in_a_fresh_process() -> None:
@@ -141,16 +150,3 @@ def _onnx_exporting(exporting: bool) -> Iterator[None]:
         yield
     finally:
         _flags._is_onnx_exporting = False
-
-
-def _write_report(job: Job) -> None:
-    try:
-        from onnxlens.exporter.report import ReportInputs, write_report
-
-        inputs = ReportInputs(exported_program=job.program, decomposed_program=job.decomposed,
-                              onnx_program=job.onnx_program, registry=job.registry, error=job.error,
-                              model=job.target.model if job.target else None)
-        job.result.report = write_report(job.spec, job.result, inputs)
-    except Exception as error:  # noqa: BLE001 - the report is secondary to the findings
-        job.result.report = None
-        job.log(f"could not write the export report: {type(error).__name__}: {error}")

@@ -11,7 +11,6 @@ exported.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -19,7 +18,6 @@ from typing import Any, Callable
 import torch
 from torch.onnx._internal.exporter import _capture_strategies
 
-from onnxlens.exporter import atomic
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
                                          is_user_code, locate)
 import onnxlens.exporter.pipeline.outputs as outputs
@@ -81,7 +79,6 @@ def run(job: Job) -> None:
         job.program = captured.program
         # Only non-strict traces carry the extra helper frames (see stacks.py).
         job.anchors = kept if captured.strategy == "non-strict" else None
-        _write_program_dump(job)
         check_dynamic_dims(job)
         return
     job.error = captured.attempts[0].error if captured.attempts else None
@@ -111,15 +108,6 @@ def _output_finding(job: Job, captured: Capture, type_name: str) -> Finding | No
     except Exception as error:  # noqa: BLE001 - a bug here must not hide the capture failure
         job.log(f"could not explain the unflattenable output {type_name}: {type(error).__name__}: {error}")
         return None
-
-
-def _write_program_dump(job: Job) -> None:
-    """The captured program as text, next to the report (the report shows a cut of it)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(job.spec.report)), f"{job.spec.name}.exported_program.txt")
-    try:
-        job.result.exported_program = atomic.write_text(path, str(job.program))
-    except Exception as error:  # noqa: BLE001 - a missing dump is not worth failing the export
-        job.log(f"could not write the exported program dump: {error}")
 
 
 def is_data_dependent(error: BaseException) -> bool:

@@ -25,6 +25,8 @@ import traceback
 from typing import Any, NoReturn
 
 from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
+from onnxlens.exporter.pipeline import artifacts
+from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, write_frame
 from onnxlens.exporter.types import ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec, event_to_dict
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
@@ -45,9 +47,12 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _capture_output(output_fd)
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
-        result = _run(pipeline, spec, events_fd, started)
+        result, job = _run(pipeline, spec, events_fd, started)
         write_frame(events_fd, {"type": "result", "result": result.to_dict(),
                                 "imports": library_modules(zygote_modules)})
+        if job is not None:
+            # After the result: the editor has its diagnostics while the report is written.
+            artifacts.write(job)
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
@@ -127,7 +132,9 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> ExportResult:
+def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> tuple[ExportResult, Job | None]:
+    """The result, and the pipeline's job whose artifacts are still to be written (None when
+    the pipeline did not get as far as returning one)."""
     workspace = Workspace.of(spec)
 
     def on_event(event: ProgressEvent) -> None:
@@ -137,21 +144,22 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> Exp
             write_frame(events_fd, {"type": "closure", "files": _imported_user_files(workspace)})
 
     try:
-        result = pipeline.run(spec, on_event)
+        job = pipeline.export(spec, on_event)
     except SystemExit as error:
         return _failed(spec, error, started,
                        f"user code called sys.exit({error.code!r}) during the export; the export "
-                       "process cannot continue after it")
+                       "process cannot continue after it"), None
     except MemoryError as error:
-        return _failed(spec, error, started, _out_of_memory_message(spec))
+        return _failed(spec, error, started, _out_of_memory_message(spec)), None
     except BaseException as error:  # noqa: BLE001 - a bug of ours still becomes a finding
         return _failed(spec, error, started,
-                       f"internal error in onnxlens: {type(error).__name__}: {error}"[:2000])
+                       f"internal error in onnxlens: {type(error).__name__}: {error}"[:2000]), None
+    result = job.result
     result.findings = [_as_crash(spec, finding) for finding in result.findings]
     # This process imported no user code before the job, so every workspace module it holds now
     # belongs to the target: the closure, even where the pipeline did not see an import.
     result.closure = sorted(set(result.closure) | set(_imported_user_files(workspace)))
-    return result
+    return result, job
 
 
 def _out_of_memory_message(spec: TargetSpec) -> str:

@@ -49,6 +49,9 @@ OUTPUT_KEPT = 64 * 1024  # tail of a child's output kept for crash messages
 OUTPUT_FORWARDED = 64 * 1024  # output forwarded to the server as log frames, per job
 DUMP_GRACE = 2.0  # seconds a timed-out child gets to write its stack before SIGKILL
 DUMP_POLL = 0.05
+# A child that sent its result goes on writing the report and program dump (artifacts.py); it is
+# killed if that takes longer than this (our own code, but bounded all the same).
+ARTIFACTS_GRACE = 60.0
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Child:
     saving: bool = False  # between the child's save-stage begin and end events
     kill_after_save: bool = False  # cancelled while saving: killed when the save ends
     result_sent: bool = False
+    artifacts_deadline: float = 0.0  # once the result is sent: when writing the artifacts ends
     cancelled: bool = False
     killed: bool = False
     timing_out: bool = False
@@ -158,10 +162,13 @@ class Zygote:
                 self._close_all()
 
     def _close_all(self) -> None:
+        """Kill every running job; a child that already sent its result may finish writing
+        the report of its export (within its artifacts deadline) before the zygote exits."""
         self.closing = True
         for job in self.jobs.values():
-            job.cancelled = True
-            self._kill(job)
+            if not job.result_sent:
+                job.cancelled = True
+                self._kill(job)
 
     # ---- jobs ----------------------------------------------------------------------------
 
@@ -178,6 +185,11 @@ class Zygote:
             # wait for their frames to be relayed meanwhile; their deadlines are not moved.)
             self._preload()
         spec = TargetSpec.from_dict(message["spec"])
+        for earlier in self.jobs.values():
+            if earlier.result_sent and not earlier.killed and earlier.spec.report == spec.report:
+                # It is writing the report of the export this job supersedes: its rename must not
+                # land after the new job's (atomic writes make the kill safe).
+                self._kill(earlier)
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         dump = tempfile.TemporaryFile()
@@ -241,6 +253,7 @@ class Zygote:
                 job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
+                job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
                 job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
                 self._send({"type": "result", "id": job.id, "result": message.get("result"),
                             "cancelled": False})
@@ -294,16 +307,22 @@ class Zygote:
         now = time.monotonic()
         times = []
         for job in self.jobs.values():
-            if job.timing_out and not job.killed:
+            if job.killed:
+                continue
+            if job.timing_out:
                 times.append(now + DUMP_POLL)
-            elif not (job.result_sent or job.killed):
-                times.append(job.deadline)
+            else:
+                times.append(job.artifacts_deadline if job.result_sent else job.deadline)
         return max(0.0, min(times) - now) if times else None
 
     def _check_timers(self) -> None:
         now = time.monotonic()
-        for job in self.jobs.values():
-            if job.killed or job.result_sent:
+        for job in list(self.jobs.values()):
+            if job.killed:
+                continue
+            if job.result_sent:
+                if now >= job.artifacts_deadline:
+                    self._kill(job)
                 continue
             if not job.timing_out and now >= job.deadline:
                 # Ask for the stack first (faulthandler in the child), then kill.
