@@ -6,9 +6,10 @@ altogether, which leaves nodes reading names nothing defines (onnx.checker rejec
 each initializer stays declared with its name, dtype and shape, as an external-data reference
 (`data_location: EXTERNAL`, with location, offset and length) into a data file that is never
 written: `<name>.graph.onnx.data`, a name no export writes, so the file can never be paired
-with the weights of another model. The layout is the one the stock save would write
-(`ir.save`): tensors over 256 bytes go to the data file, densely packed in declaration order;
-smaller ones stay inline when they have data. The model's `metadata_props` say it is graph-only.
+with the weights of another model. The layout follows the stock save (`ir.save`): tensors over
+256 bytes go to the data file, densely packed in declaration order, and smaller ones stay inline
+if they have data (a small constant the model made on the CPU); smaller ones without data go to
+the data file too. The model's `metadata_props` say it is graph-only.
 
 Nothing here reads a tensor's data, so memory does not grow with the weights: the proto holds
 the graph and the tensors' descriptions only. Load the file with

@@ -34,9 +34,10 @@ class WeightsFree:
 
     device: str  # "meta" or "fake": what the tensors without data are
     parameters: int  # parameter elements without data
-    tensors: int  # tensors without data: parameters, buffers, tensor attributes
+    tensors: int  # tensors without data: parameters and buffers
     nbytes: int  # what their data would take
     dtypes: list[str] = field(default_factory=list)  # their dtypes, most bytes first
+    with_data: int = 0  # parameters and buffers that do have data (a partly materialised model)
     inputs_moved: int = 0  # example input tensors moved to meta (see the module docstring)
 
     def describe(self) -> str:
@@ -47,7 +48,9 @@ class WeightsFree:
             what, verb = f"{self.parameters:,} parameters", "are"
         else:  # buffers or tensor attributes only
             what, verb = f"{self.tensors} tensor{'s' * (self.tensors != 1)}", "is" if self.tensors == 1 else "are"
-        return f"{what} ({_size(self.nbytes)}{as_dtype}) {verb} {where}"
+        partly = (f" ({self.with_data} other tensor{'s' * (self.with_data != 1)} of the model "
+                  f"{'have' if self.with_data != 1 else 'has'} data)" if self.with_data else "")
+        return f"{what} ({_size(self.nbytes)}{as_dtype}) {verb} {where}{partly}"
 
 
 def has_no_data(tensor: Any) -> bool:
@@ -58,15 +61,18 @@ def has_no_data(tensor: Any) -> bool:
 
 
 def weights_free(model: Any) -> WeightsFree | None:
-    """The model's tensors without data, counted; None when every tensor has data.
+    """The model's parameters and buffers without data, counted; None when all have data.
 
     One tensor without data is enough: optimize, verification and the save all read every
-    initializer, so a partly materialised model fails them just the same."""
-    parameters = tensors = nbytes = 0
+    initializer, so a partly materialised model fails them just the same. Plain tensor
+    attributes are not looked at: a stray one on meta must not turn a model with weights into a
+    graph-only export (one used in forward fails the capture against CPU inputs anyway)."""
+    parameters = tensors = nbytes = with_data = 0
     by_dtype: dict[str, int] = {}
     fake = False
-    for tensor, is_parameter in _model_tensors(model):
+    for tensor, is_parameter in _parameters_and_buffers(model):
         if not has_no_data(tensor):
+            with_data += 1
             continue
         fake = fake or not tensor.is_meta
         size = tensor.numel() * tensor.element_size()
@@ -79,23 +85,13 @@ def weights_free(model: Any) -> WeightsFree | None:
         return None
     dtypes = sorted(by_dtype, key=lambda name: -by_dtype[name])
     return WeightsFree(device="fake" if fake else "meta", parameters=parameters, tensors=tensors,
-                       nbytes=nbytes, dtypes=dtypes)
+                       nbytes=nbytes, dtypes=dtypes, with_data=with_data)
 
 
-def _model_tensors(model: Any) -> Iterator[tuple[Any, bool]]:
-    """(tensor, is a parameter) for each distinct parameter, buffer and plain tensor attribute
-    (torch.export lifts those as constants: they become initializers too)."""
-    import torch
-
-    seen: set[int] = set()
-    for module in model.modules():
-        attributes = [(value, False) for value in vars(module).values() if isinstance(value, torch.Tensor)]
-        for tensor, is_parameter in [*((p, True) for p in module._parameters.values()),
-                                     *((b, False) for b in module._buffers.values()), *attributes]:
-            if tensor is None or id(tensor) in seen:
-                continue
-            seen.add(id(tensor))
-            yield tensor, is_parameter
+def _parameters_and_buffers(model: Any) -> Iterator[tuple[Any, bool]]:
+    """(tensor, is a parameter) for each distinct parameter and buffer (shared ones once)."""
+    yield from ((parameter, True) for parameter in model.parameters())
+    yield from ((buffer, False) for buffer in model.buffers())
 
 
 def inputs_on_meta(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:

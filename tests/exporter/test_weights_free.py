@@ -22,6 +22,7 @@ import torch
 
 from onnxlens.exporter.pipeline.errors import exception_chain
 from onnxlens.exporter.pipeline.graph_only import checkable
+from onnxlens.exporter.pipeline.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
@@ -86,6 +87,25 @@ def zeta_inputs():
 
 def rows():
     return {"x": {0: torch.export.Dim("rows", min=1, max=64)}}
+
+
+class Branches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+        self.b = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: self.a(x), lambda x: self.b(x).relu(), (x,))
+
+
+def build_branches():
+    with torch.device("meta"):
+        return Branches().eval()
+
+
+def branch_inputs():
+    return (torch.randn(2, 16),)
 '''
 
 PARAMETERS = 64 * 256 + 256 + 256 * 64 + 64  # up and down; the buffer is no parameter
@@ -234,6 +254,32 @@ def test_errors_of_a_meta_model_stay_errors_and_nothing_is_written(workspace):
     assert error.code == "unsupported-op" and error.location.line == line_of(net, "torch.special.zeta(")
     assert "Written: nothing (the export stopped before the save)." in note_of(result).message
     assert not (workspace / ".onnxlens" / "zeta.graph.onnx").exists()
+
+
+def test_a_meta_model_with_torch_cond_checks_and_saves_its_branches(workspace):
+    result = run(workspace, "branches", "build_branches", "branch_inputs")
+    assert result.status == "ok", [f.message for f in result.findings]
+    model = onnx.load(result.graph_onnx, load_external_data=False)
+    (branch,) = [n for n in model.graph.node if n.op_type == "If"]
+    assert {a.name for a in branch.attribute} == {"then_branch", "else_branch"}
+    assert {t.name for t in model.graph.initializer} == {"a.weight", "a.bias", "b.weight", "b.bias"}
+    assert all(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def test_the_rule_counts_what_has_no_data_and_what_has():
+    """Parameters and buffers on meta (or FakeTensors) make a model weights-free; one with data
+    among them is counted (a partly materialised model fails optimize and the save just the same)."""
+    with torch.device("meta"):
+        model = torch.nn.Linear(1000, 1000)
+    model.register_buffer("steps", torch.zeros(3))
+    found = weights_free(model)
+    assert (found.device, found.parameters, found.tensors, found.with_data) == ("meta", 1_001_000, 2, 1)
+    assert found.describe() == ("1,001,000 parameters (4.00 MB as float32) are on the meta device "
+                                "(1 other tensor of the model has data)")
+    real = torch.nn.Linear(2, 2)
+    assert weights_free(real) is None
+    real.stray = torch.empty(0, device="meta")  # a plain attribute is no weight
+    assert weights_free(real) is None
 
 
 LLAMA = '''
