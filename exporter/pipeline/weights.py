@@ -137,7 +137,7 @@ def note(found: WeightsFree, spec: TargetSpec, *, checked: bool, graph_onnx: str
                      f"declared with its dtype and shape, without data: the external data file it names, {data}, "
                      "is not written; load it with onnx.load(..., load_external_data=False)).")
     else:
-        lines.append("Written: nothing (the export stopped before the save).")
+        lines.append("Written: nothing (the export stopped at an error).")
     output = _shown(spec.output, spec.root)
     if os.path.exists(spec.output):
         lines.append(f"Not touched: {output}, the last .onnx with weights (from an earlier export).")

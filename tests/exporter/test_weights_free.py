@@ -252,7 +252,7 @@ def test_errors_of_a_meta_model_stay_errors_and_nothing_is_written(workspace):
     net = workspace / "pkg" / "net.py"
     error = next(f for f in result.findings if f.severity == "error")
     assert error.code == "unsupported-op" and error.location.line == line_of(net, "torch.special.zeta(")
-    assert "Written: nothing (the export stopped before the save)." in note_of(result).message
+    assert "Written: nothing (the export stopped at an error)." in note_of(result).message
     assert not (workspace / ".onnxlens" / "zeta.graph.onnx").exists()
 
 
