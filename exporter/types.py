@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "translation": "error",
     "onnx-checker": "error",
     "mismatch": "warning",
+    "weights-free": "info",
     "timeout": "error",
     "crash": "error",
 }
@@ -138,6 +139,13 @@ class TargetSpec(Plain):
     output_names: list[str] | None = None
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
 
+    @property
+    def graph_output(self) -> str:
+        """Where a weights-free model's graph-only .onnx goes (pipeline/graph_only.py):
+        `<name>.graph.onnx` next to `output`, which a file without weights must never replace."""
+        stem = self.output[:-len(".onnx")] if self.output.endswith(".onnx") else self.output
+        return f"{stem}.graph.onnx"
+
 
 
 @dataclass
@@ -157,6 +165,7 @@ class ExportResult(Plain):
     target: str
     status: str  # "ok" | "failed"
     onnx: str | None = None  # path of the .onnx written by this job (None when it failed)
+    graph_onnx: str | None = None  # path of the graph-only .onnx (no weights) of a weights-free model
     report: str | None = None
     exported_program: str | None = None  # path of a text dump of the torch.export program
     seconds: float = 0.0
@@ -361,7 +370,7 @@ class ExportStatus(Plain):
             summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
                 " (cached)" if result.cached else "")
         else:
-            problems = len(result.findings)
+            problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
             summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
         return cls(target=result.target, state=result.status, seconds=result.seconds,
                    node_count=result.node_count, problems=errors, warnings=warnings,

@@ -109,7 +109,8 @@ class ResultCache:
         except Exception as error:  # noqa: BLE001 - any damage to the file is just a miss
             log.info("ignoring unreadable cache file %s: %s", path, error)
             return None
-        if result.status == "ok" and not (result.onnx and os.path.isfile(result.onnx)):
+        written = result.onnx or result.graph_onnx  # a weights-free model writes its graph only
+        if result.status == "ok" and not (written and os.path.isfile(written)):
             return None  # the .onnx was deleted: export again
         result.cached = True
         return result

@@ -331,7 +331,10 @@ class _Loader:
             self.error(f"no targets: add a {header} table with `model` and `inputs`", self._value_span(self.main_site, "target"))
             return
         seen: dict[str, Span] = {}
-        outputs: dict[str, str] = {}  # .onnx path -> the target that writes it
+        # .onnx path -> the target that writes it: its output, and the graph-only .onnx it writes
+        # instead for a weights-free model (`<name>.graph.onnx`: target `a.graph`'s output is
+        # target `a`'s graph-only file)
+        outputs: dict[str, str] = {}
         for index, entry in enumerate(entries):
             # Each [[target]] header is one array entry, in order; an inline array of tables has
             # no headers: its lines are then the `target` key's.
@@ -342,12 +345,13 @@ class _Loader:
             spec = self.load_target(entry, site, header, seen)
             if spec is None:
                 continue
-            if spec.output in outputs:
+            shared = next((path for path in (spec.output, spec.graph_output) if path in outputs), None)
+            if shared is not None:
                 # Two targets overwriting one file would make either result a lie.
-                self.error(f"target `{spec.name}` writes the same file as target `{outputs[spec.output]}`: "
-                           f"{spec.output} (set a different `output`)", self._value_span(site, "output"))
+                self.error(f"target `{spec.name}` writes the same file as target `{outputs[shared]}`: "
+                           f"{shared} (set a different `output`)", self._value_span(site, "output"))
                 continue
-            outputs[spec.output] = spec.name
+            outputs[spec.output] = outputs[spec.graph_output] = spec.name
             self.workspace.targets.append(spec)
 
     def load_target(self, entry: dict[str, Any], site: TableSite, header: str,

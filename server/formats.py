@@ -36,6 +36,7 @@ CODE_DESCRIPTIONS = {
     "translation": "Building the ONNX graph failed.",
     "onnx-checker": "onnx.checker rejected the exported model.",
     "mismatch": "onnxruntime and torch outputs differ past tolerance.",
+    "weights-free": "The model's weights have no data (meta device): only its graph was exported.",
     "timeout": "The export job exceeded its time limit.",
     "crash": "The export process died.",
 }
@@ -46,6 +47,8 @@ CODE_HELP = {
     "translation": "https://pytorch.org/docs/stable/onnx_dynamo.html",
     "onnx-checker": "https://onnx.ai/onnx/api/checker.html",
 }
+# Severities as SARIF levels: an `info` finding (weights-free) is a SARIF "note".
+SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 @dataclass
@@ -142,12 +145,13 @@ def _pluralize(count: int, word: str) -> str:
 def progress_line(result: ExportResult) -> str:
     """One stderr line per finished target in text mode."""
     if result.status == "ok":
-        outcome = "exported"
+        outcome = "exported" + (" (graph only, no weights)" if result.graph_onnx else "")
         warnings = sum(1 for f in result.findings if f.severity == "warning")
         if warnings:
             outcome += f" with {_pluralize(warnings, 'warning')}"
     else:
-        outcome = f"failed: {_pluralize(len(result.findings), 'problem')}"
+        problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
+        outcome = f"failed: {_pluralize(problems, 'problem')}"
     if result.cached:
         outcome += " (cached)"
     return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
@@ -221,6 +225,7 @@ def to_json_data(run: CheckRun) -> dict[str, Any]:
                 "name": result.target,
                 "status": result.status,
                 "onnx": _optional_path(result.onnx, root),
+                "graph_onnx": _optional_path(result.graph_onnx, root),  # extension: weights-free models
                 "report": _optional_path(result.report, root),
                 "seconds": _rounded(result.seconds),
                 "stages": {stage: _rounded(s) for stage, s in result.stages.items()},
@@ -255,7 +260,7 @@ def _sarif_result(finding: Finding, target: str | None, workspace: Workspace, ru
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
-        "level": {"error": "error", "warning": "warning"}.get(finding.severity, "note"),
+        "level": SARIF_LEVELS.get(finding.severity, "note"),
         "message": {"text": message_of(finding)},
         "locations": [{
             "physicalLocation": {
@@ -294,7 +299,7 @@ def to_sarif_data(run: CheckRun) -> dict[str, Any]:
             "name": "".join(part.capitalize() for part in code.split("-")),
             "shortDescription": {"text": CODE_DESCRIPTIONS.get(code, code)},
             "helpUri": CODE_HELP.get(code, INFORMATION_URI),
-            "defaultConfiguration": {"level": CODES[code]},
+            "defaultConfiguration": {"level": SARIF_LEVELS.get(CODES[code], "note")},
         }
         for code in codes
     ]

@@ -9,7 +9,9 @@ The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True,
 step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
 version conversion, optimize, renames, save with external data), so the files are
 byte-identical to the public API's; what differs is what happens on failure: every problem is
-reported, on the user's line, and nothing is written.
+reported, on the user's line, and nothing is written. A model whose weights have no data (meta
+device, FakeTensors: weights.py) takes the same path without the steps that read weights and
+ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so.
 
 Never raises: our own bugs become findings of the stage they happened in (errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -30,6 +32,7 @@ import onnxlens.exporter.pipeline.save as save
 import onnxlens.exporter.pipeline.scan as scan
 import onnxlens.exporter.pipeline.translate as translate
 import onnxlens.exporter.pipeline.verify as verify
+import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.pipeline.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
@@ -110,12 +113,23 @@ class Pipeline:
             result = job.result
             if job.loader is not None:
                 result.closure = job.loader.closure()
+            if job.weights_free is not None:
+                _note_weights_free(job)
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None
             artifacts.plan(job)
             result.seconds = time.perf_counter() - start
         return job
+
+
+def _note_weights_free(job: Job) -> None:
+    """A weights-free model's note comes last, when it is known what the export wrote."""
+    try:
+        job.result.findings.append(weights.note(job.weights_free, job.spec, checked=job.graph_only is not None,
+                                                graph_onnx=job.result.graph_onnx, location=job.fallback))
+    except Exception as error:  # noqa: BLE001 - the note is secondary to the export's own findings
+        job.log(f"could not describe the weights-free model: {type(error).__name__}: {error}")
 
 
 def _counters_as_in_a_fresh_process() -> None:

@@ -19,6 +19,7 @@ from onnxlens.exporter.types import (EventSink, ExportResult, Finding, Location,
                                      TargetSpec)
 
 if TYPE_CHECKING:
+    import onnx
     from torch.export import ExportedProgram
     from torch.onnx import ONNXProgram
     from torch.onnx._internal.exporter._registration import ONNXRegistry
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from onnxlens.exporter.pipeline.loader import LoadedTarget, Loader
     from onnxlens.exporter.pipeline.stacks import HelperFrames
     from onnxlens.exporter.pipeline.tables import Tables
+    from onnxlens.exporter.pipeline.weights import WeightsFree
 
 
 class Stop(Exception):
@@ -50,12 +52,15 @@ class Job:
     raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes
     need_axis_mapping: bool = False
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
+    weights_free: WeightsFree | None = None  # the model's weights have no data (weights.py)
     # capture
     program: ExportedProgram | None = None
     anchors: HelperFrames | None = None  # what stock capture keeps of the helper frames (stacks.py)
     # decompose, translate
     decomposed: ExportedProgram | None = None
     onnx_program: ONNXProgram | None = None
+    # check (weights-free models only): the graph-only model the save writes (graph_only.py)
+    graph_only: onnx.ModelProto | None = None
 
     def __post_init__(self) -> None:
         self.result = ExportResult(target=self.spec.name, status="failed")

@@ -25,13 +25,22 @@ def line_infos(model: ir.Model, workspace: Workspace, full_traces: dict[str, str
     """`full_traces`: FX node name -> stack trace with helper frames (stacks.py), when known."""
     by_line: dict[tuple[str, int], LineInfo] = {}
     full_traces = full_traces or {}
+    # The nodes one FX node became share its metadata: each text is parsed once (a 7B Llama has
+    # 5,000 ONNX nodes from 1,600 FX nodes).
+    scopes_of: dict[str | None, list[str]] = {}
+    line_of: dict[str | None, tuple[str, int] | None] = {}
     for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        scopes = _scopes(node.metadata_props.get(NAME_SCOPES))
-        trace = full_traces.get(scopes[-1]) if scopes else None
-        frame = primary_frame(from_stack_trace(trace or node.metadata_props.get(STACK_TRACE)), workspace)
-        if frame is None:
+        scopes_text = node.metadata_props.get(NAME_SCOPES)
+        scopes = scopes_of.get(scopes_text)
+        if scopes is None:
+            scopes = scopes_of[scopes_text] = _scopes(scopes_text)
+        trace = (full_traces.get(scopes[-1]) if scopes else None) or node.metadata_props.get(STACK_TRACE)
+        if trace not in line_of:
+            frame = primary_frame(from_stack_trace(trace), workspace)
+            line_of[trace] = (os.path.realpath(frame.file), frame.line) if frame is not None else None
+        key = line_of[trace]
+        if key is None:
             continue
-        key = (os.path.realpath(frame.file), frame.line)
         info = by_line.get(key)
         if info is None:
             info = by_line[key] = LineInfo(file=key[0], line=key[1])

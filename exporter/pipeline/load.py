@@ -2,13 +2,15 @@
 
 The imports and their findings are loader.py's; this stage puts the pieces on the job: the
 model, the inputs (args/kwargs as the public API takes them), the dynamic shapes, the opset and a
-private registry with the target's custom translations.
+private registry with the target's custom translations; and whether the model is weights-free
+(weights.py: later stages skip what needs data, and a meta model's inputs go to meta too).
 """
 
 from __future__ import annotations
 
 from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.loader as loading
+import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
 from onnxlens.exporter.types import Finding
@@ -52,6 +54,12 @@ def run(job: Job) -> None:
     # As the public API: a trailing dict in args is the kwargs.
     if not kwargs and args and isinstance(args[-1], dict):
         args, kwargs = args[:-1], args[-1]
+    job.weights_free = weights.weights_free(model)
+    if job.weights_free is not None:
+        if job.weights_free.device == "meta":  # torch.export needs the inputs on the weights' device
+            args, kwargs, job.weights_free.inputs_moved = weights.inputs_on_meta(args, kwargs)
+        job.log(f"{spec.name}: weights-free model ({job.weights_free.describe()}): "
+                "exporting the graph only, without optimization or verification")
     job.raw_dynamic_shapes = dynamic_shapes  # string dims name the ONNX axes after export
     dynamic_shapes, job.need_axis_mapping = _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)
     job.target = loading.LoadedTarget(model=model, args=args, kwargs=kwargs or {},

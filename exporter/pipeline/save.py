@@ -8,6 +8,10 @@ name in a private staging directory next to the destination (the rules of export
 data file first: the new .onnx never points at old weights). A failed export touches nothing,
 so the last good .onnx survives. The files get the mode a plain `open()` gives them
 (atomic.FILE_MODE: 0644 under the usual umask), as the public API's do.
+
+A weights-free model (weights.py) has no weights to save: its graph-only model (built by the
+check stage, graph_only.py) goes to `<name>.graph.onnx` next to the output, and the output with
+its .onnx.data, the last good model with weights, is left as it is.
 """
 
 from __future__ import annotations
@@ -18,11 +22,16 @@ import tempfile
 from typing import Any
 
 from onnxlens.exporter import atomic
+import onnxlens.exporter.pipeline.graph_only as graph_only
 from onnxlens.exporter.pipeline.job import Job
 
 
 def run(job: Job) -> None:
     if any(f.severity == "error" for f in job.result.findings):
+        return
+    if job.weights_free is not None:
+        job.result.graph_onnx = graph_only.save(job.graph_only, job.spec.graph_output)
+        job.result.status = "ok"
         return
     save_onnx(job.onnx_program, job.spec.output)
     job.result.onnx = job.spec.output

@@ -54,8 +54,9 @@ def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) 
     parts = [_header(spec, result)]
     parts.append(_section("Stages", lambda: _stages(result)))
     parts.append(_section(f"Findings ({len(result.findings)})", lambda: _findings(spec, result)))
-    parts.append(_section("Verification", lambda: _verification(result.verification),
-                          missing="Not run (verification is off, or the export stopped before it)."))
+    not_run = ("Skipped: the model's weights have no data (see the weights-free finding)." if _weights_free(result)
+               else "Not run (verification is off, or the export stopped before it).")
+    parts.append(_section("Verification", lambda: _verification(result.verification), missing=not_run))
     parts.append(_section("Error", lambda: torch_sections.traceback_section(inputs.error),
                           missing=None))
     parts.append(_section("Exported program", lambda: torch_sections.exported_program_section(
@@ -103,11 +104,18 @@ def _header(spec: TargetSpec, result: ExportResult) -> str:
         f"- ONNX file: `{_display_path(result.onnx, spec.root)}`" if result.onnx
         else "- ONNX file: none written by this export",
     ]
+    if result.graph_onnx:
+        lines.append(f"- Graph-only ONNX file (no weights): `{_display_path(result.graph_onnx, spec.root)}`")
     if result.exported_program:
         lines.append(f"- Exported program dump: `{_display_path(result.exported_program, spec.root)}`")
     if result.node_count is not None:
         lines.append(f"- ONNX nodes: {result.node_count}")
     return "\n".join(lines) + "\n"
+
+
+def _weights_free(result: ExportResult) -> bool:
+    """The model's weights had no data: the pipeline skipped optimization and verification."""
+    return any(f.code == "weights-free" for f in result.findings)
 
 
 def _total_time(result: ExportResult) -> str:
@@ -120,6 +128,7 @@ def _total_time(result: ExportResult) -> str:
 def _stages(result: ExportResult) -> str:
     failed = {f.stage for f in result.findings if f.severity == "error"}
     warned = {f.stage for f in result.findings if f.severity == "warning"}
+    skipped = {"verify"} if _weights_free(result) else set()
     rows = ["| stage | status | seconds |", "|---|---|---|"]
     stopped = False
     for stage in STAGES:
@@ -128,6 +137,8 @@ def _stages(result: ExportResult) -> str:
             status, stopped = "failed", True
         elif stopped or seconds is None:
             status = "not run"
+        elif stage in skipped:
+            status = "skipped (no weights)"
         elif stage in warned:
             status = "warning"
         else:
@@ -142,7 +153,7 @@ def _stages(result: ExportResult) -> str:
 def _findings(spec: TargetSpec, result: ExportResult) -> str:
     if not result.findings:
         return "None: no problems found.\n"
-    order = {"error": 0, "warning": 1}
+    order = {"error": 0, "warning": 1}  # then notes (info)
     findings = sorted(result.findings, key=lambda f: order.get(f.severity, 2))
     return "\n".join(_finding(i, f, spec.root) for i, f in enumerate(findings, 1))
 

@@ -40,13 +40,15 @@ def status_title(name: str, state: TargetState, busy: bool) -> str:
         parts = [f"onnxlens: {name} ✓ {result.seconds:.2f} s"]
         if result.node_count is not None:
             parts.append(f"{result.node_count} nodes")
+        if result.graph_onnx:
+            parts.append("graph only, no weights")
         if result.verification:
             parts.append("verified" if result.verification.passed else "verification mismatch")
         if result.cached:
             parts.append("cached")
         title = " · ".join(parts)
     else:
-        problems = len(result.findings)
+        problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
         title = f"onnxlens: {name} ✗ {problems} problem{'s' if problems != 1 else ''}"
     return title + (" · re-exporting…" if busy else "")
 

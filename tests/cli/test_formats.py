@@ -10,7 +10,8 @@ import pytest
 
 from onnxlens.exporter.types import ExportResult, Finding, Location, Related, VerificationSummary
 from onnxlens.server.config import load_workspace
-from onnxlens.server.formats import CheckRun, display_path, render_json, render_sarif, render_text, summary_line
+from onnxlens.server.formats import (CheckRun, display_path, progress_line, render_json, render_sarif, render_text,
+                                     summary_line)
 
 
 @pytest.fixture
@@ -84,6 +85,25 @@ def test_sarif_locations_and_levels(run, tmp_path):
     assert zeta["properties"] == {"stage": "scan", "target": "net"}
     assert results[2]["locations"][0]["physicalLocation"]["region"] == {
         "startLine": 4, "startColumn": 5, "endLine": 4, "endColumn": 30}
+
+
+def test_a_weights_free_result_is_an_export_with_a_note_in_every_format(workspace, tmp_path):
+    net = str(tmp_path / "models" / "net.py")
+    graph = str(tmp_path / ".onnxlens" / "net.graph.onnx")
+    note = Finding(code="weights-free", severity="info", stage="load", location=Location(net, 3, 5),
+                   message="weights-free model: 8 parameters (32 bytes as float32) are on the meta device")
+    run = CheckRun(workspace=workspace, seconds=1.0, results=[
+        ExportResult(target="net", status="ok", graph_onnx=graph, seconds=1.0, findings=[note])])
+    assert render_text(run).splitlines()[0].startswith("models/net.py:3:5: info[weights-free] weights-free model:")
+    assert summary_line(run) == "1 target: 1 exported, 0 failed (0 errors, 0 warnings) in 1.0 s"
+    assert progress_line(run.results[0]) == "onnxlens: net: exported (graph only, no weights) in 1.00 s"
+    (target,) = json.loads(render_json(run))["targets"]
+    assert (target["onnx"], target["graph_onnx"]) == (None, ".onnxlens/net.graph.onnx")
+    assert target["diagnostics"][0]["severity"] == "info"
+    sarif = json.loads(render_sarif(run))["runs"][0]
+    assert [(r["ruleId"], r["level"]) for r in sarif["results"]] == [("weights-free", "note")]
+    levels = {rule["id"]: rule["defaultConfiguration"]["level"] for rule in sarif["tool"]["driver"]["rules"]}
+    assert levels["weights-free"] == "note" and set(levels.values()) <= {"error", "warning", "note"}
 
 
 def test_config_findings_are_reported_apart_from_targets(tmp_path):

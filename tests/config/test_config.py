@@ -360,6 +360,22 @@ def test_two_targets_writing_one_onnx_file_is_reported_on_the_second_output(tmp_
     assert [t.name for t in workspace.targets] == ["net"]
 
 
+def test_a_target_whose_output_is_another_targets_graph_only_file_is_reported(tmp_path):
+    # Target `net` writes .onnxlens/net.graph.onnx when its model is weights-free (on the meta
+    # device): a target named `net.graph` would write its real model to the same file.
+    path = write_workspace(tmp_path, VALID_TARGET + '''
+
+    [[tool.onnxlens.target]]
+    name = "net.graph"
+    model = "models/net.py:build"
+    inputs = "models/net.py:inputs"
+    ''')
+    workspace, finding = only_finding(path)
+    assert finding.location.line == line_of(path, 'name = "net.graph"') - 1  # its [[target]] header
+    assert "writes the same file as target `net`" in finding.message and "net.graph.onnx" in finding.message
+    assert [t.name for t in workspace.targets] == ["net"]
+
+
 def test_a_source_file_path_finds_the_config_above_it(tmp_path):
     path = write_workspace(tmp_path, VALID_TARGET)
     assert find_config(tmp_path / "models" / "net.py") == path
