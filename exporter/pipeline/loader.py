@@ -49,11 +49,24 @@ class LoadedTarget:
     custom_translations: dict | None = None
 
 
+# Modules the zygote holds when it forks: torch, the ONNX stack, preloaded libraries, never user
+# code (the zygote runs none). A child's scans for workspace modules skip them: thousands of
+# modules, ~10 ms a scan. Kept by identity: a module of the same name the job imported anew is
+# still looked at.
+_zygote_modules: dict[str, int] = {}
+
+
+def remember_zygote_modules() -> None:
+    """In the zygote, before it forks: everything loaded now is library code."""
+    _zygote_modules.clear()
+    _zygote_modules.update((name, id(module)) for name, module in list(sys.modules.items()))
+
+
 def workspace_module_files(workspace: Workspace) -> dict[str, str]:
     """Module name -> file, for the loaded modules that are workspace files."""
     found = {}
     for name, module in list(sys.modules.items()):
-        if name == "__main__" or name.startswith("onnxlens"):
+        if name == "__main__" or name.startswith("onnxlens") or _zygote_modules.get(name) == id(module):
             continue
         path = getattr(module, "__file__", None)
         if path and workspace.contains(path):

@@ -76,6 +76,9 @@ class Preloader:
                 after_imports()
             except Exception as error:  # noqa: BLE001 - children then bring the tables up to date themselves
                 print(f"onnxlens worker: updating the tables after preloading failed: {error!r}", file=sys.stderr)
+        from onnxlens.exporter.pipeline.loader import remember_zygote_modules  # imports torch: not at module import
+
+        remember_zygote_modules()
         gc.collect()
         gc.freeze()
         return {"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started}

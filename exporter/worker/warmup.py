@@ -62,11 +62,13 @@ def warm_pipeline() -> Pipeline:
     import torch.onnx  # noqa: F401
 
     from onnxlens.exporter.pipeline import Pipeline
+    from onnxlens.exporter.pipeline.loader import remember_zygote_modules
 
     pipeline = Pipeline()
     pipeline.warm_up()  # the pipeline's own: its tables
     _warm_up_export(pipeline)  # every stage once, verification and report included
     stop_tqdm_monitor()
+    remember_zygote_modules()
     gc.collect()
     gc.freeze()
     return pipeline
