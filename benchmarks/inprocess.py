@@ -7,14 +7,22 @@
         per model: warm stock torch.onnx.export(dynamo=True), torch.export alone, and the
         onnxlens Pipeline in-process (warm, cached tables), with and without verification
 
-MODEL_JSON: {"name", "model", "inputs", "dynamic_shapes"} with FILE.py:CALLABLE references.
+    python benchmarks/inprocess.py stock WORKSPACE MODEL_JSON RUNS
+        warm stock only, as a user re-running an export in a live process: the model built once,
+        one untimed export, then RUNS timed ones (export + save, or until it raises); prints
+        the times, the outcome and the process's peak RSS
+
+MODEL_JSON: {"name", "model", "inputs", "dynamic_shapes"} with FILE.py:CALLABLE references, and
+optionally "optimize": false (the stock call's `optimize`; meta-device models need it off).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
+import tempfile
 import time
 
 
@@ -39,11 +47,21 @@ def _target(root: str, model: dict):
     return module, args, shapes
 
 
-def _stock_export(module, args, shapes, path: str) -> None:
+def _stock_export(module, args, shapes, path: str, optimize: bool = True) -> None:
     import torch
 
-    program = torch.onnx.export(module, args, dynamic_shapes=shapes, dynamo=True, verbose=False)
+    program = torch.onnx.export(module, args, dynamic_shapes=shapes, dynamo=True, verbose=False, optimize=optimize)
     program.save(path)
+
+
+def _outcome(action) -> str:
+    """"saved", or how the stock call raised (a model with a problem: the time until it raises
+    is what the user waits for)."""
+    try:
+        action()
+    except Exception as error:  # noqa: BLE001 - the outcome is the measurement
+        return f"raised {type(error).__name__}"
+    return "saved"
 
 
 def cold(root: str, model: dict, out: str) -> None:
@@ -52,8 +70,28 @@ def cold(root: str, model: dict, out: str) -> None:
 
     sys.path.insert(0, root)
     module, args, shapes = _target(root, model)
-    _stock_export(module, args, shapes, out)
-    print(json.dumps({"saved_at": time.time()}))
+    outcome = _outcome(lambda: _stock_export(module, args, shapes, out, model.get("optimize", True)))
+    print(json.dumps({"saved_at": time.time(), "outcome": outcome}))
+
+
+def stock(root: str, model: dict, runs: int) -> None:
+    import resource
+
+    sys.path.insert(0, root)
+    module, args, shapes = _target(root, model)
+    path = os.path.join(tempfile.mkdtemp(prefix="onnxlens-bench-"), f"{model['name']}-stock.onnx")
+
+    def export() -> str:
+        return _outcome(lambda: _stock_export(module, args, shapes, path, model.get("optimize", True)))
+
+    export()  # the first export in a process pays its lazy initialisation
+    seconds, outcomes = [], set()
+    for _ in range(runs):
+        start = time.perf_counter()
+        outcomes.add(export())
+        seconds.append(time.perf_counter() - start)
+    print(json.dumps({"seconds": seconds, "outcome": " / ".join(sorted(outcomes)),
+                      "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 
 
 def _median_of(runs: int, action) -> dict[str, float]:
@@ -68,9 +106,6 @@ def _median_of(runs: int, action) -> dict[str, float]:
 
 
 def warm(root: str, models: list[dict], runs: int) -> None:
-    import os
-    import tempfile
-
     import torch
 
     from onnxlens.exporter.pipeline import Pipeline
@@ -106,5 +141,7 @@ def warm(root: str, models: list[dict], runs: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "cold":
         cold(sys.argv[2], json.loads(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1] == "stock":
+        stock(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]))
     else:
         warm(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]))

@@ -81,7 +81,7 @@ def poll_until(predicate: Callable[[], Any], what: str, timeout: float = EXPORT_
 @dataclass(frozen=True)
 class Event:
     time: float  # time.monotonic() on arrival
-    method: str  # textDocument/publishDiagnostics or $/progress
+    method: str  # textDocument/publishDiagnostics, $/progress or onnxlens/exportStatus
     params: Any
 
 
@@ -316,6 +316,7 @@ def _recording(method: str, default: Callable) -> Callable:
 
 def _record_status(client: Client, params: Any) -> None:
     client.statuses.append(plain(params))
+    client.events.append(Event(time.monotonic(), EXPORT_STATUS, params))  # with its arrival time
 
 
 def _count_lens_refresh(client: Client, params: None) -> None:

@@ -1,0 +1,319 @@
+"""Saves at real size, through the language server, against the stock exporter in the same run.
+
+    .venv/bin/python -m benchmarks.real_size [--runs 5] [--cold-runs 3] [--only NAME,...]
+                                              (from the repository root; writes REAL_SIZE.md)
+
+What a new user sees: a real `python -m onnxlens.server` with default settings (debounce 200 ms,
+verification as the config default: on), driven by the tests' recording client (pytest-lsp's
+client on pygls), on a workspace holding five targets:
+
+* mlp, encoder: the examples' MLP and 6-layer encoder (dynamic batch);
+* bert-base: transformers' BertModel from the default config (12 layers, 110 M parameters);
+* llama-7b-meta: a 32-layer, hidden-4096 transformers Llama built on the meta device;
+* deep-blocks: 32 identical blocks (d=1024) on meta whose helper calls torch.linalg.qr, which
+  has no ONNX translation (benchmarks/models/deep_blocks.py, the line marked RESPONSIBLE).
+
+Per target and run, the model file gets a new comment and is saved (didSave). Timed on the
+client's clock from the save:
+* first diagnostic: the first publishDiagnostics for the model file (for deep-blocks: the
+  first that holds an error on the responsible line);
+* done: the `onnxlens/exportStatus` notification that the export finished.
+
+Stock, in subprocesses of this run (benchmarks/inprocess.py), the same model and inputs:
+* warm: `torch.onnx.export(..., dynamo=True)` + save again in a process that exported once
+  (the model built once), until saved or raised;
+* cold: a fresh `python` that imports torch, builds the model and exports (start -> saved or
+  raised).
+The meta-device Llama is compared with stock `optimize=False` (stock's default fails on meta
+weights: constant folding reads data).
+
+Memory: the worker zygote's RSS, and per target the export child's peak RSS and USS (sampled every
+20 ms in a run of its own), next to the stock warm process's peak RSS. Medians of --runs runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.metadata
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+from lsprotocol import types as lsp
+
+from tests.support.lsp import EXPORT_STATUS, Client, uri
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+INPROCESS = HERE / "inprocess.py"
+EXPORT_WAIT = 900.0  # a 7B graph on a loaded 2-core machine
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    source: Path
+    factory: str
+    dynamic_shapes: str | None = None
+    stock_optimize: bool = True  # the stock call compared with
+    responsible: str | None = None  # the text of the line the first diagnostic must be on
+    note: str = ""
+
+    @property
+    def file(self) -> str:
+        return f"models/{self.source.name}"
+
+    def model_json(self) -> str:
+        module = self.file
+        return json.dumps({"name": self.name, "model": f"{module}:{self.factory}", "inputs": f"{module}:example_inputs",
+                           "dynamic_shapes": f"{module}:{self.dynamic_shapes}" if self.dynamic_shapes else None,
+                           "optimize": self.stock_optimize})
+
+
+TARGETS = [
+    Target("mlp", REPO / "examples/models/mlp.py", "MLP", note="3 Linear layers"),
+    Target("encoder", REPO / "examples/models/encoder.py", "build_encoder", "dynamic_shapes",
+           note="6 blocks d=256, dynamic batch"),
+    Target("bert-base", HERE / "models/bert_base.py", "build_model", note="transformers, 110 M parameters"),
+    Target("llama-7b-meta", HERE / "models/llama_7b_meta.py", "build_model", stock_optimize=False,
+           note="transformers Llama, 32 layers, 6.7 B parameters on meta; stock with optimize=False"),
+    Target("deep-blocks", HERE / "models/deep_blocks.py", "build_model",
+           responsible="q, _ = torch.linalg.qr(weight)", note="32 blocks d=1024 on meta, unsupported op in a helper"),
+]
+
+
+def workspace(targets: list[Target]) -> Path:
+    root = Path(tempfile.mkdtemp(prefix="onnxlens-real-size-"))
+    (root / "models").mkdir()
+    lines = ['[tool.onnxlens]', 'output-dir = ".onnxlens"', "timeout = 1800", ""]
+    for target in targets:
+        shutil.copy(target.source, root / target.file)
+        lines += ["[[tool.onnxlens.target]]", f'name = "{target.name}"', f'model = "{target.file}:{target.factory}"',
+                  f'inputs = "{target.file}:example_inputs"']
+        if target.dynamic_shapes:
+            lines.append(f'dynamic-shapes = "{target.file}:{target.dynamic_shapes}"')
+        lines.append("")
+    (root / "pyproject.toml").write_text("\n".join(lines))
+    return root
+
+
+def line_of(path: Path, text: str) -> int:
+    """1-based line holding `text` (found in the file, not remembered)."""
+    return next(number for number, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+# -- stock ----------------------------------------------------------------------------------------
+
+def stock_warm(root: Path, target: Target, runs: int) -> dict:
+    done = subprocess.run([sys.executable, str(INPROCESS), "stock", str(root), target.model_json(), str(runs)],
+                          capture_output=True, text=True, check=True)
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"seconds": statistics.median(data["seconds"]), "runs": data["seconds"], "outcome": data["outcome"],
+            "max_rss": data["max_rss"]}
+
+
+def stock_cold(root: Path, target: Target, runs: int) -> dict:
+    walls, outcomes = [], set()
+    for run in range(runs):
+        start = time.time()
+        done = subprocess.run([sys.executable, str(INPROCESS), "cold", str(root), target.model_json(),
+                               str(root / f"cold-{target.name}-{run}.onnx")],
+                              capture_output=True, text=True, check=True)
+        data = json.loads(done.stdout.strip().splitlines()[-1])
+        walls.append(data["saved_at"] - start)
+        outcomes.add(data["outcome"])
+    return {"seconds": statistics.median(walls), "runs": walls, "outcome": " / ".join(sorted(outcomes))}
+
+
+# -- onnxlens through the language server ---------------------------------------------------------
+
+def _finished(client: Client, name: str, since: float) -> float | None:
+    """Arrival time of the first finished-export status of `name` after `since`."""
+    for event in client.events:
+        if (event.method == EXPORT_STATUS and event.time >= since and event.params.target == name
+                and event.params.state in ("ok", "failed")):
+            return event.time
+    return None
+
+
+def _first_diagnostic(client: Client, path: Path, since: float, line: int | None) -> float | None:
+    """Arrival time of the first diagnostics published for `path` after `since`; with `line`,
+    the first that holds an error there (0-based on the wire)."""
+    file_uri = uri(path)
+    for event in client.events:
+        if event.method != lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS or event.time < since or event.params.uri != file_uri:
+            continue
+        if line is None or any(d.range.start.line == line - 1 and d.severity == lsp.DiagnosticSeverity.Error
+                               for d in event.params.diagnostics):
+            return event.time
+    return None
+
+
+async def _save_and_time(client: Client, root: Path, target: Target, run: int) -> dict:
+    path = root / target.file
+    line = line_of(path, target.responsible) if target.responsible else None
+    path.write_text(path.read_text() + f"\n# benchmark edit {run}\n")
+    saved = time.monotonic()  # the clock the client stamps arrivals with
+    client.save(path)
+    done = await client.wait_for(lambda: _finished(client, target.name, saved), f"{target.name} exported", EXPORT_WAIT)
+    first = _first_diagnostic(client, path, saved, line)
+    if first is None:
+        raise AssertionError(f"{target.name}: no diagnostics published for {path.name} by the end of the export")
+    await asyncio.sleep(0.5)  # the watchdog echo of the write passes (it exports nothing)
+    return {"first": first - saved, "done": done - saved}
+
+
+async def _peak_child_memory(client: Client, root: Path, target: Target, zygote: psutil.Process) -> dict:
+    """Peak RSS and USS of the export child during one save, sampled every 20 ms."""
+    path = root / target.file
+    path.write_text(path.read_text() + "\n# benchmark edit (memory)\n")
+    saved = time.monotonic()
+    client.save(path)
+    peak_rss = peak_uss = 0
+    while _finished(client, target.name, saved) is None:
+        for child in zygote.children():
+            try:
+                info = child.memory_full_info()
+                peak_rss, peak_uss = max(peak_rss, info.rss), max(peak_uss, info.uss)
+            except psutil.Error:
+                pass
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.5)
+    return {"child_peak_rss": peak_rss, "child_peak_uss": peak_uss}
+
+
+async def through_lsp(root: Path, targets: list[Target], runs: int) -> dict:
+    client = await Client.launch(root, editor=None, experimental={"onnxlens": {"exportStatus": True}})
+    results: dict = {}
+    try:
+        for target in targets:  # the workspace's first exports (worker warm-up, imports): not timed
+            await client.exports_finished(target.name, 1, timeout=EXPORT_WAIT)
+        stats = await client.stats()
+        zygote = psutil.Process(stats["worker_pid"])
+        results["zygote_rss_start"] = zygote.memory_info().rss
+        for target in targets:
+            await _save_and_time(client, root, target, -1)  # this target's imports preloaded by the zygote
+            timed = [await _save_and_time(client, root, target, run) for run in range(runs)]
+            row = {"first": statistics.median(t["first"] for t in timed), "done": statistics.median(t["done"] for t in timed),
+                   "runs": timed}
+            row.update(await _peak_child_memory(client, root, target, zygote))
+            results[target.name] = row
+            print(f"onnxlens {target.name}: first {row['first']:.2f} s, done {row['done']:.2f} s, "
+                  f"child peak RSS {row['child_peak_rss'] / 2**20:.0f} MB", flush=True)
+        results["zygote_rss_end"] = psutil.Process(stats["worker_pid"]).memory_info().rss
+        results["worker_pid"] = stats["worker_pid"]
+    finally:
+        await client.close()
+    return results
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+def _s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _mb(size: float) -> str:
+    return f"{size / 2**20:,.0f} MB"
+
+
+def _x(stock: float, ours: float) -> str:
+    return f"{stock / ours:.1f}×"
+
+
+def table(targets: list[Target], ours: dict, warm: dict, cold: dict, runs: int, cold_runs: int) -> str:
+    lines = [
+        "# Real-size saves through the language server",
+        "",
+        f"`.venv/bin/python -m benchmarks.real_size --runs {runs} --cold-runs {cold_runs}`, "
+        f"{time.strftime('%Y-%m-%d')}. Medians; onnxlens runs: {runs}, warm stock: {runs}, cold stock: {cold_runs}. "
+        "Ratios are stock ÷ onnxlens (above 1: onnxlens answers sooner).",
+        "",
+        "| target | onnxlens: save → first diagnostic | save → done | warm stock | cold stock | "
+        "first diagnostic vs warm / cold | done vs warm | stock outcome |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for target in targets:
+        row, w, c = ours[target.name], warm[target.name], cold[target.name]
+        lines.append(f"| {target.name} | {_s(row['first'])} | {_s(row['done'])} | {_s(w['seconds'])} | {_s(c['seconds'])} | "
+                     f"{_x(w['seconds'], row['first'])} / {_x(c['seconds'], row['first'])} | {_x(w['seconds'], row['done'])} | "
+                     f"{w['outcome']} |")
+    lines += [
+        "",
+        "## Memory",
+        "",
+        f"Worker zygote RSS: {_mb(ours['zygote_rss_start'])} after the first exports, {_mb(ours['zygote_rss_end'])} at the end "
+        "(it preloads the libraries jobs imported: transformers).",
+        "",
+        "| target | export child: peak RSS | peak USS (its own pages) | stock warm process: peak RSS |",
+        "|---|---:|---:|---:|",
+    ]
+    for target in targets:
+        row = ours[target.name]
+        lines.append(f"| {target.name} | {_mb(row['child_peak_rss'])} | {_mb(row['child_peak_uss'])} | "
+                     f"{_mb(warm[target.name]['max_rss'])} |")
+    lines += ["", "## Targets", ""]
+    lines += [f"* **{t.name}**: {t.note}." for t in targets]
+    lines += [
+        "",
+        "## How",
+        "",
+        "Default settings: debounce 200 ms, verification on (the config default). *first diagnostic*: the "
+        "first publishDiagnostics for the saved model file (deep-blocks: the first holding an error on "
+        "the responsible line, found by text in the file); *done*: the `onnxlens/exportStatus` that the "
+        "export finished. Warm stock: `torch.onnx.export(..., dynamo=True)` + save again in a process "
+        "that exported once; cold stock: a fresh python process from start to saved (or raised).",
+        "",
+        "## Machine",
+        "",
+        *machine(),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> list[str]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown CPU")
+    versions = ", ".join(f"{name} {importlib.metadata.version(name)}"
+                         for name in ("torch", "onnx", "onnxscript", "onnxruntime", "transformers"))
+    return [f"* {cpu}; {psutil.cpu_count()} logical cores; {psutil.virtual_memory().total / 2**30:.1f} GB RAM",
+            f"* {platform.platform()}; Python {platform.python_version()}; {versions}",
+            f"* load average at the end: {', '.join(f'{x:.2f}' for x in psutil.getloadavg())}"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--only", help="comma-separated target names")
+    parser.add_argument("--no-write", action="store_true", help="print the table instead of writing REAL_SIZE.md")
+    options = parser.parse_args()
+    targets = [t for t in TARGETS if not options.only or t.name in options.only.split(",")]
+    root = workspace(targets)
+    ours = asyncio.run(through_lsp(root, targets, options.runs))
+    warm, cold = {}, {}
+    for target in targets:
+        warm[target.name] = stock_warm(root, target, options.runs)
+        cold[target.name] = stock_cold(root, target, options.cold_runs)
+        print(f"stock {target.name}: warm {warm[target.name]['seconds']:.2f} s, cold {cold[target.name]['seconds']:.2f} s "
+              f"({warm[target.name]['outcome']})", flush=True)
+    text = table(targets, ours, warm, cold, options.runs, options.cold_runs)
+    if options.no_write:
+        print(text)
+        return
+    (HERE / "REAL_SIZE.md").write_text(text)
+    (HERE / "real_size.json").write_text(json.dumps({"onnxlens": ours, "warm_stock": warm, "cold_stock": cold}, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
