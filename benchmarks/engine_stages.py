@@ -1,17 +1,21 @@
-"""Per-stage timings of warm onnxlens exports against stock `torch.onnx.export` in the same process.
+"""Stage by stage: each onnxlens stage against the same step inside stock `torch.onnx.export`.
 
-    .venv/bin/python benchmarks/engine_stages.py [--runs 5]
+    .venv/bin/python benchmarks/engine_stages.py [--runs 5] [--models mlp,encoder,bert-base]
 
-Exports the examples' MLP and encoder (dynamic batch) with a warmed-up Pipeline (as the zygote
-has it: one tiny export done) and with the public API, alternating, and prints medians as a
-markdown table. Verification is off on both sides (stock does not verify by default). The stock
-call gets its model and inputs ready-made; our `load` stage imports the user's files fresh and
-calls the factories, so the comparable figure is "total without load".
+One process, torch at one thread (as in the worker's children), a warmed-up Pipeline (as the
+zygote has it). Per model, alternating: our Pipeline (verification off: stock does not verify),
+stock `torch.onnx.export(..., dynamo=True)` + save, and `torch.export.export` alone. The stock
+steps are timed by wrapping the torch functions stock calls (the capture strategy, the registry
+build, `_prepare_exported_program_for_export`, `_exported_program_to_onnx_program`,
+`ONNXProgram.optimize`, `ONNXProgram.save`); our translate stage calls the same translation and
+optimize functions, timed by the same wrappers. Timing wrappers only: nothing is replaced.
+Prints a markdown table of medians; "ratio" is ours ÷ stock (at most 1: no slower).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import shutil
@@ -20,74 +24,152 @@ import sys
 import tempfile
 import time
 import warnings
+from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
 
-TARGETS = {
-    "mlp": dict(model="models/mlp.py:MLP", inputs="models/mlp.py:example_inputs", dynamic_shapes=None),
-    "encoder": dict(model="models/encoder.py:build_encoder", inputs="models/encoder.py:example_inputs",
-                    dynamic_shapes="models/encoder.py:dynamic_shapes"),
+MODELS = {
+    "mlp": (REPO / "examples/models/mlp.py", "MLP", None),
+    "encoder": (REPO / "examples/models/encoder.py", "build_encoder", "dynamic_shapes"),
+    "bert-base": (HERE / "models/bert_base.py", "build_model", None),
 }
+
+# (row label, our figure, stock's figure); figures are keys of the per-run timings.
+ROWS = [
+    ("capture (helper frames kept) vs stock's capture", "stage:capture", "capture"),
+    ("capture vs torch.export.export alone", "stage:capture", "torch.export"),
+    ("decompose (+ type promotion)", "stage:decompose", "decompose"),
+    ("translate: FX → ONNX", "translate", "translate"),
+    ("optimize", "optimize", "optimize"),
+    ("save", "stage:save", "save"),
+    ("registry build (ours: built once per process)", None, "registry"),
+    ("load: import the user's files, call the factories", "stage:load", None),
+    ("scan: ops without a translation", "stage:scan", None),
+    ("line data for hover and lens", "lines", None),
+    ("check: onnx.checker", "stage:check", None),
+    ("total (ours without load: stock gets the model ready-made)", "without_load", "total"),
+]
+
+
+class Timings:
+    """Wall-clock seconds per label, summed over one export (wrappers around torch functions)."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = defaultdict(float)
+
+    def wrap(self, owner, name: str, label: str, classmethod_: bool = False) -> None:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args[1:], **kwargs) if classmethod_ else original(*args, **kwargs)
+            finally:
+                self.current[label] += time.perf_counter() - start
+
+        setattr(owner, name, classmethod(timed) if classmethod_ else timed)
+
+    def take(self) -> dict[str, float]:
+        taken, self.current = dict(self.current), defaultdict(float)
+        return taken
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--models", default="mlp,encoder,bert-base")
     options = parser.parse_args()
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
 
     import torch
+    from torch.onnx._internal.exporter import _capture_strategies, _core, _onnx_program, _registration
 
+    import onnxlens.exporter.pipeline.lines as lines
     from onnxlens.exporter.pipeline import Pipeline
-    from onnxlens.exporter.types import STAGES, TargetSpec
+    from onnxlens.exporter.types import TargetSpec
 
-    torch.set_num_threads(1)  # as in the zygote's children
+    torch.set_num_threads(1)
+    timings = Timings()
+    timings.wrap(_capture_strategies.TorchExportNonStrictStrategy, "__call__", "capture")
+    timings.wrap(_registration.ONNXRegistry, "from_torchlib", "registry", classmethod_=True)
+    timings.wrap(_core, "_prepare_exported_program_for_export", "decompose")
+    timings.wrap(_core, "_exported_program_to_onnx_program", "translate")
+    timings.wrap(_onnx_program.ONNXProgram, "optimize", "optimize")
+    timings.wrap(_onnx_program.ONNXProgram, "save", "save")
+    timings.wrap(lines, "line_infos", "lines")
+
     workdir = Path(tempfile.mkdtemp(prefix="onnxlens-bench-"))
-    root = workdir / "examples"
-    shutil.copytree(REPO / "examples", root, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__"))
+    (workdir / "models").mkdir()
+    sys.path.insert(0, str(workdir))
     pipeline = Pipeline()
     started = time.perf_counter()
     pipeline.warm_up()
     warm_up_seconds = time.perf_counter() - started
 
-    columns = {}
-    for name, target in TARGETS.items():
-        spec = TargetSpec(name=name, root=str(root), output=str(root / ".onnxlens" / f"{name}.onnx"),
-                          report=str(root / ".onnxlens" / f"{name}.md"), verify=False,
-                          model=target["model"], inputs=target["inputs"], dynamic_shapes=target["dynamic_shapes"])
+    columns: dict[str, dict[str, tuple[float | None, float | None]]] = {}
+    for name in options.models.split(","):
+        source, factory, shapes_name = MODELS[name]
+        shutil.copy(source, workdir / "models" / source.name)
+        module_file = f"models/{source.name}"
+        spec = TargetSpec(name=name, root=str(workdir), output=str(workdir / ".onnxlens" / f"{name}.onnx"),
+                          report=str(workdir / ".onnxlens" / f"{name}.md"), verify=False,
+                          model=f"{module_file}:{factory}", inputs=f"{module_file}:example_inputs",
+                          dynamic_shapes=f"{module_file}:{shapes_name}" if shapes_name else None)
         ours: list[dict[str, float]] = []
-        stock: list[float] = []
-        for _ in range(options.runs + 1):  # the first round of each is a warm-up for this model
+        stock: list[dict[str, float]] = []
+        for run in range(options.runs + 1):  # the first round is a warm-up for this model
+            timings.take()
             result = pipeline.run(spec)
             assert result.status == "ok", result.findings
-            ours.append(dict(result.stages, total=result.seconds,
-                             without_load=result.seconds - result.stages.get("load", 0.0)))
-            module = sys.modules[target["model"].split(":")[0][:-3].replace("/", ".")]
-            model = getattr(module, target["model"].rpartition(":")[2])()
-            args = getattr(module, "example_inputs")()
-            shapes = module.dynamic_shapes() if target["dynamic_shapes"] else None
+            figures = timings.take()
+            figures.update({f"stage:{stage}": seconds for stage, seconds in result.stages.items()})
+            figures["without_load"] = result.seconds - result.stages.get("load", 0.0)
+            ours.append(figures)
+
+            module = sys.modules[f"models.{source.stem}"]
+            model, args = getattr(module, factory)(), module.example_inputs()
+            shapes = getattr(module, shapes_name)() if shapes_name else None
             begin = time.perf_counter()
             torch.onnx.export(model, args, str(workdir / f"stock-{name}.onnx"), dynamo=True,
                               dynamic_shapes=shapes, verbose=False)
-            stock.append(time.perf_counter() - begin)
+            figures = timings.take()
+            figures["total"] = time.perf_counter() - begin
+            begin = time.perf_counter()
+            torch.export.export(model, args, dynamic_shapes=shapes, strict=False)
+            figures["torch.export"] = time.perf_counter() - begin
+            timings.take()
+            stock.append(figures)
         ours, stock = ours[1:], stock[1:]
-        column = {stage: statistics.median(run[stage] for run in ours) for stage in (*STAGES, "total", "without_load")}
-        column["stock"] = statistics.median(stock)
-        columns[name] = column
 
-    print(f"Warm exports, medians of {options.runs} runs, one process, torch {torch.__version__}, "
-          f"1 thread; warm_up() took {warm_up_seconds:.2f} s.\n")
-    print("| stage | " + " | ".join(columns) + " |")
+        def median(runs: list[dict[str, float]], key: str | None) -> float | None:
+            return statistics.median(run.get(key, 0.0) for run in runs) if key else None
+
+        columns[name] = {label: (median(ours, mine), median(stock, theirs)) for label, mine, theirs in ROWS}
+
+    print(f"Warm exports in one process, medians of {options.runs} runs, torch {torch.__version__}, 1 thread; "
+          f"warm_up() took {warm_up_seconds:.2f} s. Each cell: onnxlens / stock (ratio).\n")
+    print("| step | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
-    for stage in STAGES:
-        print(f"| {stage} | " + " | ".join(f"{c[stage]:.3f} s" for c in columns.values()) + " |")
-    print("| **onnxlens total** | " + " | ".join(f"**{c['total']:.3f} s**" for c in columns.values()) + " |")
-    print("| onnxlens total without load | " + " | ".join(f"{c['without_load']:.3f} s" for c in columns.values()) + " |")
-    print("| **stock torch.onnx.export (+ save)** | " + " | ".join(f"**{c['stock']:.3f} s**" for c in columns.values()) + " |")
-    print("| speed-up (stock / without load) | " + " | ".join(f"{c['stock'] / c['without_load']:.1f}x" for c in columns.values()) + " |")
+    for label, _, _ in ROWS:
+        cells = []
+        for column in columns.values():
+            mine, theirs = column[label]
+            if mine is not None and theirs is not None:
+                cells.append(f"{_s(mine)} / {_s(theirs)} ({mine / theirs:.2f})")
+            elif mine is not None:
+                cells.append(f"{_s(mine)} / —")
+            else:
+                cells.append(f"— / {_s(theirs)}")
+        print(f"| {label} | " + " | ".join(cells) + " |")
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
 if __name__ == "__main__":
