@@ -280,13 +280,13 @@ class VerificationSummary(Plain):
 
 
 # -- progress -----------------------------------------------------------------------------------
-# What a running export reports before its result: the pipeline's stages and log lines, the
-# user code's own output, and the service's "answered from the cache". On the pipe they are
-# dicts {"event": KIND, ...}; everything past the worker client (server/worker.py) sees these
-# types only.
+# What a running export reports before its result: the pipeline's stages and log lines, findings
+# known before the result, the user code's own output, and the service's "answered from the
+# cache". On the pipe they are dicts {"event": KIND, ...}; everything past the worker client
+# (server/worker.py) sees these types only.
 
 @dataclass(frozen=True)
-class StageEvent:
+class StageEvent(Plain):
     stage: str  # one of STAGES
     state: str  # "begin" | "end"
     seconds: float = 0.0  # the stage's duration, on "end"
@@ -294,7 +294,7 @@ class StageEvent:
 
 
 @dataclass(frozen=True)
-class LogEvent:
+class LogEvent(Plain):
     """A note from the pipeline for the server's log (e.g. "draft_export could not ...")."""
 
     text: str
@@ -302,7 +302,7 @@ class LogEvent:
 
 
 @dataclass(frozen=True)
-class OutputEvent:
+class OutputEvent(Plain):
     """Text the user's code printed while it ran in the export process."""
 
     text: str
@@ -310,21 +310,48 @@ class OutputEvent:
 
 
 @dataclass(frozen=True)
-class CachedEvent:
+class CachedEvent(Plain):
     """The service answered from the result cache: no job runs."""
 
     target: str
     kind: ClassVar[str] = "cached"
 
 
-ProgressEvent = Union[StageEvent, LogEvent, OutputEvent, CachedEvent]
+@dataclass(frozen=True)
+class FindingsEvent(Plain):
+    """Findings of one stage, sent before the export's result so that editors show them while
+    the export goes on.
+
+    `preliminary`: sent while an earlier stage still runs, as far as they are known then (the
+    `unsupported-op` findings of the scan, from the ops capture has traced so far); the stage
+    itself decides. Otherwise: the stage has ended, the export goes on, and these are its
+    findings (a stage that ends the export sends none: its result follows at once). Each event
+    holds all the findings of `stage` known at that point and replaces the stage's earlier
+    event: a stage that ends with none after preliminary ones sends an empty event. The
+    result's findings replace every event's. Older servers ignore the event (an unknown kind).
+    """
+
+    stage: str  # the stage whose findings these are (one of STAGES)
+    findings: tuple[Finding, ...] = ()
+    preliminary: bool = False
+    kind: ClassVar[str] = "findings"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FindingsEvent:
+        event = _from_dict(cls, data)
+        findings = tuple(Finding.from_dict(f) if isinstance(f, dict) else f for f in event.findings)
+        return dataclasses.replace(event, findings=findings)
+
+
+ProgressEvent = Union[StageEvent, LogEvent, FindingsEvent, OutputEvent, CachedEvent]
 # Where a running export's events go (the pipeline's `on_event`).
 EventSink = Callable[[ProgressEvent], None]
-_EVENT_TYPES: dict[str, type] = {cls.kind: cls for cls in (StageEvent, LogEvent, OutputEvent, CachedEvent)}
+_EVENT_TYPES: dict[str, type[Plain]] = {cls.kind: cls for cls in (StageEvent, LogEvent, FindingsEvent, OutputEvent,
+                                                                   CachedEvent)}
 
 
 def event_to_dict(event: ProgressEvent) -> dict[str, Any]:
-    return {"event": event.kind, **dataclasses.asdict(event)}
+    return {"event": event.kind, **event.to_dict()}
 
 
 def event_from_dict(data: Any) -> ProgressEvent | None:
@@ -335,8 +362,8 @@ def event_from_dict(data: Any) -> ProgressEvent | None:
     if cls is None:
         return None
     try:
-        return _from_dict(cls, data)
-    except TypeError:  # a required field is missing
+        return cls.from_dict(data)
+    except (TypeError, AttributeError):  # a required field is missing, or one of the wrong shape
         return None
 
 

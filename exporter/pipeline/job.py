@@ -5,6 +5,11 @@ registry; capture: the program; decompose; translate: the ONNX program). A stage
 error findings ends the pipeline with `job.fail(...)` (the report is still written). Progress
 goes to the job's sink as typed events (exporter/types.py); the worker turns them into wire
 dicts, in-process callers take them as they are. This layer knows nothing about LSP.
+
+Findings travel ahead of the result, so that editors show them while the export goes on: a
+stage after which the export continues sends its findings as a FindingsEvent when it ends, and
+a stage may send findings of a later one while it runs (`preliminary`: capture knows some of
+the scan's before the scan runs, traced_ops.py). The result still carries them all.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 from onnxlens.exporter.locations import Workspace
-from onnxlens.exporter.types import (EventSink, ExportResult, Finding, Location, LogEvent, ProgressEvent, StageEvent,
-                                     TargetSpec)
+from onnxlens.exporter.types import (EventSink, ExportResult, Finding, FindingsEvent, Location, LogEvent,
+                                     ProgressEvent, StageEvent, TargetSpec)
 
 if TYPE_CHECKING:
     import onnx
@@ -61,6 +66,9 @@ class Job:
     onnx_program: ONNXProgram | None = None
     # check (weights-free models only): the graph-only model the save writes (graph_only.py)
     graph_only: onnx.ModelProto | None = None
+    # Stages whose findings went out in a FindingsEvent: when such a stage ends, its own event
+    # replaces the earlier one, even with no findings.
+    reported: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.result = ExportResult(target=self.spec.name, status="failed")
@@ -84,15 +92,31 @@ class Job:
         self.result.findings.extend(findings)
         raise Stop()
 
+    def report_preliminary(self, stage: str, findings: list[Finding]) -> None:
+        """Findings of `stage`, a later stage, known while this one runs: all of them so far
+        (the event replaces the previous one). `stage` confirms or drops them when it ends."""
+        self.reported.add(stage)
+        self.emit(FindingsEvent(stage, tuple(findings), preliminary=True))
+
     @contextlib.contextmanager
     def running(self, stage: str) -> Iterator[None]:
-        """A stage: its begin and end events (end even when it fails) and its time."""
+        """A stage: its begin and end events (end even when it fails), its time, and, when the
+        export goes on after it, its findings (the warnings it found; an empty event replaces
+        preliminary findings it did not confirm). A stage that ends the export sends none: the
+        result follows at once (the report takes milliseconds) and carries them."""
         self.stage = stage
         self.emit(StageEvent(stage, "begin"))
         begin = time.perf_counter()
+        known = len(self.result.findings)
+        going_on = False
         try:
             yield
+            going_on = True
         finally:
             seconds = time.perf_counter() - begin
             self.result.stages[stage] = seconds
+            found = self.result.findings[known:]
+            if going_on and (found or stage in self.reported):
+                self.reported.add(stage)
+                self.emit(FindingsEvent(stage, tuple(found)))
             self.emit(StageEvent(stage, "end", seconds))

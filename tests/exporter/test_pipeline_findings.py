@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from onnxlens.exporter.types import FindingsEvent, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
@@ -266,7 +267,8 @@ def test_failure_without_a_user_line_is_shown_at_the_model_definition(workspace)
 def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_factory(workspace):
     spec = spec_for(workspace, "flattens", "pkg/models.py:Flattens", "pkg/models.py:inputs",
                     dynamic_shapes="pkg/models.py:rows_dynamic")
-    result = shared_pipeline().run(spec)
+    events = []
+    result = shared_pipeline().run(spec, events.append)
     models = workspace / "pkg" / "models.py"
     # Exported (as the public API does, specialized), but not silently.
     assert result.status == "ok"
@@ -274,6 +276,10 @@ def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_facto
     finding = result.findings[0]
     assert finding.location.line == line_of(models, "def rows_dynamic")
     assert "came out static" in finding.message and "[4, 4]" in finding.message
+    # Sent when capture ended, ahead of the result (docs/lsp.md): shown while the rest runs.
+    reported = [e for e in events if isinstance(e, FindingsEvent)]
+    assert reported == [FindingsEvent("capture", (finding,))]
+    assert events.index(reported[0]) < events.index(StageEvent("decompose", "begin"))
 
 
 def test_op_inside_a_library_model_is_shown_at_the_factory_with_the_library_line_related(workspace):
