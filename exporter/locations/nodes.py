@@ -29,13 +29,17 @@ from onnxlens.exporter.locations.place import Place, locate
 # stay as torch recorded it (byte identity of the ONNX metadata; pipeline/stacks.py).
 FULL_TRACE = "onnxlens_stack_trace"
 
-_STRICT_PATH = re.compile(r"^L\['self'\]\.?|^L__self__\.?")
+# The root's own prefixes: strict capture's `L['self']`, and the wrapper non-strict capture
+# traces through (`_export_root`, in the module stacks of nodes still being traced: torch strips it
+# once the trace is done; traced_ops.py reads them before).
+_ROOT_PREFIX = re.compile(r"^L\['self'\]\.?|^L__self__\.?|^_export_root\.?")
 
 
 def normalize_module_path(path: str) -> str:
-    """`L['self'].layers[2].ff[0]` (strict capture) -> `layers.2.ff.0` (non-strict's spelling)."""
+    """`L['self'].layers[2].ff[0]` (strict capture), `_export_root.layers.2.ff.0` (non-strict
+    capture, while tracing) -> `layers.2.ff.0` (the captured program's spelling)."""
     path = re.sub(r"getattr\((.*?), '([^']+)'\)", r"\1.\2", path)
-    path = _STRICT_PATH.sub("", path)
+    path = _ROOT_PREFIX.sub("", path)
     path = re.sub(r"\[(\d+)\]", r".\1", path)
     path = re.sub(r"\['([^']+)'\]", r".\1", path)
     return path.strip(".")

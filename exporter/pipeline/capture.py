@@ -6,7 +6,8 @@ blame different lines (non-strict runs Python: it fails at the first data-depend
 strict (dynamo) names the data-dependent branch). When a failure is data-dependent we also run
 `torch.export.draft_export`, which reports every data-dependent problem in one pass. Its program
 silently bakes in the branch the example input took: it is only read for its report, never
-exported.
+exported. While capture traces, ops that certainly have no translation are reported at once as
+preliminary findings of the scan (traced_ops.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
+from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
 from onnxlens.exporter.types import Finding, Fix, Location
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
@@ -73,7 +75,8 @@ def capture(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
 def run(job: Job) -> None:
     """The capture stage: the program on the job, or the findings of every strategy's failure."""
     target = job.target
-    with helper_frames_kept(job.workspace) as kept:
+    # Helper frames first: the ops checked while traced are located with them.
+    with helper_frames_kept(job.workspace) as kept, ops_checked_while_traced(job):
         captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
     if captured.program is not None:
         job.program = captured.program

@@ -29,10 +29,14 @@ def run(job: Job) -> None:
     missing = unsupported_ops(job.decomposed, job.registry)
     if not missing:
         return
-    # Ops traced through generated code (torch.cond / while_loop branches) lack their line.
-    in_branches = any(frame.file.startswith("<eval_with_key>") for op in missing for frame in op.frames)
-    located = _locate_in_branches(job, missing) if in_branches else missing
+    located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
     job.fail(findings_for(located, job.workspace, job.fallback))
+
+
+def in_branch(op: UnsupportedOp) -> bool:
+    """Traced through generated code (a torch.cond / while_loop branch): its chain lacks the line
+    in the branch, which only a strict re-capture finds (`_locate_in_branches`)."""
+    return any(frame.file.startswith("<eval_with_key>") for frame in op.frames)
 
 
 def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[UnsupportedOp]:
@@ -68,17 +72,23 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             function, reason = _dispatching.dispatch(node, registry)
             if function is not None:
                 continue
-            torch_fn = node.meta.get("torch_fn")
-            stack = node.meta.get("nn_module_stack") or {}
-            module_path = list(stack.values())[-1][0] if stack else None
-            found.append(UnsupportedOp(op=_op_name(node.target), reason=reason,
-                                       frames=from_stack_trace(full_stack_trace(node)),
-                                       torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
-                                       module_path=module_path, source=op_source(node)))
+            found.append(unsupported_op(node, reason))
     return found
 
 
-def _op_name(target: Any) -> str:
+def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
+    """What the findings need of a node whose op (`op`, or the node's own) has no translation:
+    its call chain with helper frames, what the user called, the module it ran in."""
+    torch_fn = node.meta.get("torch_fn")
+    stack = node.meta.get("nn_module_stack") or {}
+    module_path = list(stack.values())[-1][0] if stack else None
+    return UnsupportedOp(op=op_name(node.target if op is None else op), reason=reason,
+                         frames=from_stack_trace(full_stack_trace(node)),
+                         torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
+                         module_path=module_path, source=op_source(node))
+
+
+def op_name(target: Any) -> str:
     if isinstance(target, torch._ops.OpOverload):
         return f"{target.namespace}.{target._opname}.{target._overloadname}"
     return getattr(target, "__qualname__", None) or str(target)
