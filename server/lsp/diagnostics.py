@@ -6,19 +6,23 @@ without an end column covers the rest of its line's text (not the whole line: th
 stays unmarked, as editors show it for compiler errors). A finding without a location (e.g. the
 export rejected the model's output type) is shown where its target is defined. Stored results
 are never changed: placing a finding (its path normalised, or the fallback location) makes a copy.
+
+Findings a running export sent ahead of its result (FindingsEvent) are shown with the target's
+last result, labelled as not final: the message says so and `data.preliminary` is true. The
+result's publish replaces them; a cancelled export's are withdrawn.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import Finding, Location
+from onnxlens.exporter.types import Finding, FindingsEvent, Location
 
 from .capabilities import ClientFeatures
 from .client import Client
@@ -172,6 +176,14 @@ class SourceLines:
         return lines[line - 1] if 0 < line <= len(lines) else None
 
 
+def labelled(finding: Finding, event: FindingsEvent) -> Finding:
+    """A copy of a finding sent ahead of the export's result, saying that it is not final: found
+    while tracing (the stage that decides has not run yet), or by a stage that has ended while
+    the rest of the export runs."""
+    note = "found while tracing; the export is still running" if event.preliminary else "the export is still running"
+    return dataclasses.replace(finding, message=f"{finding.message} ({note})")
+
+
 def fallback_location(project: Project, owner: str) -> Location:
     """Where a finding without a location is shown: its target's model definition, else the
     target's [[target]] line in the config (a config finding: the config's first line)."""
@@ -199,16 +211,17 @@ class Diagnostics:
     def entries(self, path: str) -> list[Entry]:
         return self._store.entries(path)
 
-    def publish_target(self, project: Project, target: str) -> None:
-        """Publish the target's findings; files whose findings went away get an empty list.
+    def publish_target(self, project: Project, target: str, *, finished: bool = True) -> None:
+        """Publish the target's findings (its last result's, and what a running export reported
+        ahead of its result); files whose findings went away get an empty list.
 
-        The model's own file is published every time, even when clean, so a client always sees
-        that an export finished (and benchmarks have something to time).
+        When an export `finished`, the model's own file is published, even when clean, so a
+        client always sees that an export finished (and benchmarks have something to time).
         """
         state = project.targets.get(target)
-        findings = state.result.findings if state and state.result else []
-        changed = self._replace(project, target, findings)
-        if state is not None and (definition := state.model_definition()) is not None:
+        final, early = state.findings_shown() if state else ([], [])
+        changed = self._replace(project, target, final, early)
+        if finished and state is not None and (definition := state.model_definition()) is not None:
             changed.add(definition.file)
         self._publish(changed)
 
@@ -223,12 +236,19 @@ class Diagnostics:
     def clear_config(self, project: Project) -> None:
         self._publish(self._replace(project, CONFIG_OWNER, []))
 
-    def _replace(self, project: Project, owner: str, findings: list[Finding]) -> set[str]:
+    def _replace(self, project: Project, owner: str, findings: list[Finding],
+                 early: Iterable[tuple[Finding, FindingsEvent]] = ()) -> set[str]:
+        """Set the owner's diagnostics: `findings`, then `early` (sent ahead of a running
+        export's result: labelled, `data.preliminary`)."""
         features = self._client.features
+        data = {"config": project.key, "target": owner}
         entries = []
-        for finding in findings:
+        for finding, event in [*((finding, None) for finding in findings), *early]:
             finding = placed(finding, lambda: fallback_location(project, owner))
-            diagnostic = to_diagnostic(finding, self._lines, features, data={"config": project.key, "target": owner})
+            if event is not None:
+                finding = labelled(finding, event)
+            diagnostic = to_diagnostic(finding, self._lines, features,
+                                       data=data if event is None else {**data, "preliminary": True})
             if diagnostic is not None:
                 entries.append(Entry(diagnostic, finding, (project.key, owner)))
         return self._store.replace((project.key, owner), entries)

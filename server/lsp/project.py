@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
+from onnxlens.exporter.types import ExportResult, Finding, FindingsEvent, Location, TargetSpec
 from onnxlens.server.config import Workspace, load_workspace
 
 # Directories whose changes never concern an export: VCS data, virtual environments, caches.
@@ -34,6 +34,9 @@ class TargetState:
     result: ExportResult | None = None
     closure: set[str] = field(default_factory=set)  # files whose change re-exports the target
     running: bool = False
+    # What the running export reported before its result, per stage (the latest event of each):
+    # shown with the last result's findings until its own result replaces them all.
+    reported: dict[str, FindingsEvent] = field(default_factory=dict)
 
     @property
     def spec_files(self) -> set[str]:
@@ -55,6 +58,28 @@ class TargetState:
         else:
             self.closure |= learned | self.spec_files
         self.result = result
+        self.reported.clear()  # the result has the final word on every reported finding
+
+    def report(self, event: FindingsEvent) -> None:
+        """Findings the running export sent ahead of its result; they replace its earlier event
+        for the same stage."""
+        self.reported[event.stage] = event
+
+    def withdraw_reported(self) -> bool:
+        """The running export ended without a result (cancelled): what it reported goes, since
+        nothing will confirm it. True when something was withdrawn."""
+        had = bool(self.reported)
+        self.reported.clear()
+        return had
+
+    def findings_shown(self) -> tuple[list[Finding], list[tuple[Finding, FindingsEvent]]]:
+        """What the target shows now: the last result's findings, and those the running export
+        reported so far with the event each came in. A reported finding replaces a result's
+        finding with the same code on the same line (it is the newer word on it)."""
+        early = [(finding, event) for event in self.reported.values() for finding in event.findings]
+        replaced = {_place(finding) for finding, _ in early}
+        final = self.result.findings if self.result else []
+        return [finding for finding in final if _place(finding) not in replaced], early
 
     def model_definition(self) -> Location | None:
         """Where the model callable is defined: from the last result, else by reading its file."""
@@ -62,6 +87,11 @@ class TargetState:
             location = self.result.model_location
             return dataclasses.replace(location, file=norm(location.file))
         return references.model_definition(self.spec)
+
+
+def _place(finding: Finding) -> tuple:
+    location = finding.location
+    return (norm(location.file), location.line, finding.code) if location else (None, 0, finding.code)
 
 
 def _unreadable_config(config_file: Path, error: Exception) -> Workspace:
@@ -108,7 +138,7 @@ class Project:
                 continue
             state = TargetState(spec=spec)
             if old is not None:  # keep what we know until the re-export replaces it
-                state.result, state.closure = old.result, set(old.closure)
+                state.result, state.closure, state.reported = old.result, set(old.closure), old.reported
             state.closure |= state.spec_files
             states[spec.name] = state
             changed.append(spec.name)

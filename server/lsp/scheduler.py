@@ -1,6 +1,7 @@
 """When to export: debounce triggers per target, run at most one job per target, and let a newer
-trigger cancel the running job. Runs one export end to end: progress, the service, then the
-result and the export's status go to the callbacks the session gave (`on_result`, `on_status`).
+trigger cancel the running job. Runs one export end to end: progress, the service, findings the
+job sends ahead of its result, then the result and the export's status go to the callbacks the
+session gave (`on_findings`, `on_result`, `on_status`).
 
 Everything here runs on the server's event loop; the export itself is a worker process, so the
 loop stays free to answer hovers and code actions while a job runs.
@@ -16,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnxlens.exporter.types import CachedEvent, ExportResult, ExportStatus, ProgressEvent, StageEvent
+from onnxlens.exporter.types import CachedEvent, ExportResult, ExportStatus, FindingsEvent, ProgressEvent, StageEvent
 
 from .progress import Progress
 from .project import Project
@@ -30,6 +31,9 @@ Key = tuple[str, str]  # (project key, target name)
 # a cached result shown without a job).
 ResultSink = Callable[[Project, str, ExportResult, "str | None"], None]
 StatusSink = Callable[[ExportStatus], None]
+# Findings the running export of the target sent ahead of its result; None: the export ended
+# without a result (cancelled), and what it sent is withdrawn.
+FindingsSink = Callable[[Project, str, "FindingsEvent | None"], None]
 ProgressStarter = Callable[..., Awaitable[Progress]]  # Client.begin_progress
 
 
@@ -83,15 +87,17 @@ class _Pending:
 
 class ExportScheduler:
     def __init__(self, *, settings: Callable[[], Settings], service: ServiceSlot, begin_progress: ProgressStarter,
-                 on_result: ResultSink, on_status: StatusSink) -> None:
+                 on_result: ResultSink, on_status: StatusSink, on_findings: FindingsSink) -> None:
         """`settings`: the current editor settings (debounce, verify); `on_result` is called before
         the export's progress ends (diagnostics come first: the contract), `on_status` when an
-        export begins, enters a stage and ends."""
+        export begins, enters a stage and ends, `on_findings` when the running export sends
+        findings ahead of its result, and once more (None) if it is cancelled after it did."""
         self._settings = settings
         self._service = service
         self._begin_progress = begin_progress
         self._on_result = on_result
         self._on_status = on_status
+        self._on_findings = on_findings
         self._pending: dict[Key, _Pending] = {}
         self._jobs: dict[Key, asyncio.Task] = {}
         self._requested_at: dict[Key, float] = {}  # the last trigger's time, for the stats
@@ -208,17 +214,28 @@ class ExportScheduler:
         state.running = True
         self._on_status(ExportStatus(target=spec.name, state="exporting"))
         started = time.perf_counter()
+        running = True  # a cancelled job's process may still send events: they are not shown
+        first_findings: float | None = None  # seconds from the start to the first findings shown
 
         def on_event(event: ProgressEvent) -> None:
+            nonlocal first_findings
+            if not running:
+                return
             if (message := progress_message(event)) is not None:
                 progress.report(message)
             if isinstance(event, StageEvent) and event.state == "begin":
                 self._on_status(ExportStatus(target=spec.name, state="exporting", stage=event.stage))
+            if isinstance(event, FindingsEvent):
+                if first_findings is None and event.findings:
+                    first_findings = time.perf_counter() - started
+                self._on_findings(project, spec.name, event)
 
         try:
             result = await self._service.export(spec, on_event, use_cache=False if force else None)
         except asyncio.CancelledError:
+            running = False
             self.stats.count(spec.name, "cancelled")
+            self._on_findings(project, spec.name, None)
             cancelled = ExportStatus(target=spec.name, state="cancelled", summary=f"{spec.name}: cancelled")
             self._on_status(cancelled)
             progress.end(cancelled.summary)
@@ -229,6 +246,7 @@ class ExportScheduler:
             result = ExportResult.failure(spec.name, "crash",
                                           f"the export service failed: {type(error).__name__}: {error}")
         finally:
+            running = False
             state.running = False
         service_seconds = time.perf_counter() - started
 
@@ -237,6 +255,8 @@ class ExportScheduler:
         self.stats.last[spec.name] = {
             "reason": reason, "status": result.status, "job_seconds": result.seconds,
             "service_seconds": service_seconds, "cached": result.cached,
+            # from the service call to the first findings shown ahead of the result (None: none were)
+            "first_findings_seconds": first_findings,
             # from the last trigger (minus the debounce) to the diagnostics written: what the
             # server adds around the service is this minus service_seconds.
             "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get((project.key, target), started),

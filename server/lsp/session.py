@@ -3,8 +3,10 @@ published diagnostics, the export service and the scheduler, and the few things 
 do with them (track a config, export a project, start or stop the worker).
 
 Features get the session (and, where they need it, the triggers); they never import each other
-or the server. The scheduler reports to the session through two callbacks: a result (recorded,
-published, logged) and an export's status (lenses refreshed, `onnxlens/exportStatus` sent).
+or the server. The scheduler reports to the session through three callbacks: a result
+(recorded, published, logged), findings a running export sent ahead of its result (published,
+labelled; withdrawn if it is cancelled) and an export's status (lenses refreshed,
+`onnxlens/exportStatus` sent).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import ExportResult, ExportStatus
+from onnxlens.exporter.types import ExportResult, ExportStatus, FindingsEvent
 from onnxlens.server.config import find_config
 
 from .client import Client
@@ -38,7 +40,8 @@ class Session:
         self.service = ServiceSlot()
         self.scheduler = ExportScheduler(settings=lambda: self.settings, service=self.service,
                                          begin_progress=client.begin_progress,
-                                         on_result=self._export_finished, on_status=self._export_status)
+                                         on_result=self._export_finished, on_status=self._export_status,
+                                         on_findings=self._export_reported)
         self.watcher: DiskWatcher | None = None  # set by Triggers.start_watching
 
     def log(self, level: int, message: str) -> None:
@@ -155,6 +158,18 @@ class Session:
         self.diagnostics.publish_target(project, target)
         summary = ExportStatus.of_result(result).summary
         self.log(logging.INFO, f"{summary} [{reason}]" if reason else summary)
+
+    def _export_reported(self, project: Project, target: str, event: FindingsEvent | None) -> None:
+        """Findings a running export sent ahead of its result are shown at once, labelled; a
+        cancelled export's are withdrawn (nothing would ever confirm them)."""
+        state = project.targets.get(target)
+        if state is None:
+            return
+        if event is not None:
+            state.report(event)
+        elif not state.withdraw_reported():
+            return
+        self.diagnostics.publish_target(project, target, finished=False)
 
     def _export_status(self, status: ExportStatus) -> None:
         if status.state == "cancelled":

@@ -85,6 +85,12 @@ local function onnxlens_diagnostics(path)
   end, vim.diagnostic.get(bufnr))
 end
 
+-- Sent ahead of its export's result (docs/lsp.md): the result's publish replaces it.
+local function early(d)
+  local lsp = d.user_data and d.user_data.lsp
+  return lsp ~= nil and type(lsp.data) == 'table' and lsp.data.preliminary == true
+end
+
 -- Everything vim.diagnostic holds, for every buffer, in plain JSON-able form.
 local function snapshot_diagnostics()
   local items = {}
@@ -104,15 +110,17 @@ local function snapshot_diagnostics()
 end
 
 -- A step's wait condition, on the onnxlens diagnostics Neovim holds: `nonempty` and `empty`
--- list paths; `fresh` lists paths whose diagnostics must have been published again since
--- `since` (a copy of `publishes` taken before the action), so an old state cannot satisfy it.
+-- list paths (`nonempty`: the export's result is in, none is early); `fresh` lists paths whose
+-- diagnostics must have been published again since `since` (a copy of `publishes` taken before
+-- the action), so an old state cannot satisfy it.
 local function wait_for(condition, ms, since)
   local function satisfied()
     for _, path in ipairs(condition.fresh or {}) do
       if (publishes[path] or 0) <= ((since or {})[path] or 0) then return false end
     end
     for _, path in ipairs(condition.nonempty or {}) do
-      if #onnxlens_diagnostics(path) == 0 then return false end
+      local shown = onnxlens_diagnostics(path)
+      if #shown == 0 or #vim.tbl_filter(early, shown) > 0 then return false end
     end
     for _, path in ipairs(condition.empty or {}) do
       if #onnxlens_diagnostics(path) ~= 0 then return false end

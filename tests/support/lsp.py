@@ -289,22 +289,29 @@ class Client(LanguageClient):
 
     async def wait_diagnostic(self, path: Path, code: str, line: int, *, also: str | None = None,
                               timeout: float = EXPORT_WAIT) -> lsp.Diagnostic:
-        """An onnxlens diagnostic with `code` (or `also`) on 1-based `line` of `path`."""
+        """A final onnxlens diagnostic (not one sent ahead of the export's result: `early`) with
+        `code` (or `also`) on 1-based `line` of `path`."""
         def match():
             return next((d for d in self.diagnostics_of(path)
-                         if d.code in (code, also) and d.range.start.line == line - 1), None)
+                         if d.code in (code, also) and d.range.start.line == line - 1 and not early(d)), None)
         return await self.wait_for(match, f"[{code}] at {path.name}:{line}", timeout)
 
     async def wait_code_anywhere(self, code: str, timeout: float = EXPORT_WAIT) -> tuple[Path, lsp.Diagnostic]:
+        """A final onnxlens diagnostic with `code` in any file."""
         def match():
             return next(((path, d) for path, diagnostics in self.all_diagnostics().items()
-                         for d in diagnostics if d.code == code), None)
+                         for d in diagnostics if d.code == code and not early(d)), None)
         return await self.wait_for(match, f"a [{code}] diagnostic anywhere", timeout)
 
     async def wait_progress_end(self, token: lsp.ProgressToken, timeout: float = EXPORT_WAIT) -> lsp.WorkDoneProgressEnd:
         def end():
             return next((r for r in self.progress_reports.get(token, []) if isinstance(r, lsp.WorkDoneProgressEnd)), None)
         return await self.wait_for(end, f"the end of progress {token!r}", timeout)
+
+
+def early(diagnostic: lsp.Diagnostic) -> bool:
+    """Sent ahead of its export's result (docs/lsp.md): the result's publish replaces it."""
+    return isinstance(diagnostic.data, dict) and diagnostic.data.get("preliminary") is True
 
 
 def _recording(method: str, default: Callable) -> Callable:
