@@ -17,6 +17,7 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame,
 )
+from onnxlens.exporter.types import Finding, FindingsEvent, Location, Related, event_from_dict, event_to_dict
 
 MESSAGES = [
     {"type": "job", "id": 1, "spec": {"name": "mlp", "timeout": 1.5, "input_names": None}},
@@ -40,6 +41,19 @@ def test_values_msgpack_cannot_encode_arrive_as_text():
 
     [message] = FrameReader().feed(pack({"type": "event", "event": {"file": Path("/a/b.py")}}))
     assert message["event"]["file"] == "/a/b.py"
+
+
+def test_findings_sent_ahead_of_the_result_come_back_typed():
+    """docs/process-model.md: event dicts become typed ProgressEvents, a findings event with its
+    Findings; a malformed or unknown event is dropped, not a crash."""
+    finding = Finding(code="unsupported-op", message="no ONNX translation for aten.linalg_eig.default",
+                      stage="scan", location=Location(file="/w/deep.py", line=6, column=12),
+                      related=[Related(file="/w/deep.py", line=20, message="called from here")])
+    event = FindingsEvent("scan", (finding,), preliminary=True)
+    [message] = FrameReader().feed(pack({"type": "event", "id": 1, "event": event_to_dict(event)}))
+    assert event_from_dict(message["event"]) == event
+    assert event_from_dict({"event": "findings", "stage": "scan", "findings": [{"code": "x"}]}) is None
+    assert event_from_dict({"event": "from-a-newer-worker"}) is None
 
 
 @pytest.mark.parametrize("garbage, problem", [
