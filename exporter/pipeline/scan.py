@@ -5,7 +5,9 @@ it cannot translate. Dispatching is cheap (~0.1 ms a node), so we dispatch every
 node of the decomposed program, subgraphs of torch.cond / while_loop / scan included, with the
 same `_dispatching.dispatch` and registry the translation will use, and report them all, each
 on the innermost line of the user's code that produced it (exporter/locations), with what the
-user called to get it (op_sources.py); op_findings.py writes the findings.
+user called to get it (op_sources.py); op_findings.py writes the findings. Most of them were
+already sent while capture traced the ops, as preliminary findings of this stage (traced_ops.py):
+the scan's own replace them.
 """
 
 from __future__ import annotations
