@@ -103,7 +103,7 @@ class Job:
         """A stage: its begin and end events (end even when it fails), its time, and, when the
         export goes on after it, its findings (the warnings it found; an empty event replaces
         preliminary findings it did not confirm). A stage that ends the export sends none: the
-        result follows at once (the report takes milliseconds) and carries them."""
+        result follows at once (the report is written after it) and carries them."""
         self.stage = stage
         self.emit(StageEvent(stage, "begin"))
         begin = time.perf_counter()
