@@ -43,8 +43,8 @@ Cost on models without problems: a dict lookup per node; on the example encoder 
 2.7 ms of a ~0.9 s capture, within the noise (capture CPU time, medians of 21 interleaved runs:
 0.95 s without the check, 0.90 s with). Benefit, on the issue's model (32 identical blocks,
 d=1024, meta device, a helper in the block with an op without translation), through a warm
-worker: the preliminary finding 0.23-0.31 s after the export call, the scan's 2.3-3.2 s, stock
-raising after 2.7-3.8 s (medians; the table is in tests/exporter/test_early_findings.py).
+worker: the preliminary finding 0.3-0.4 s after the export call, the scan's 2.8-3.4 s, stock
+raising after 3.6-4.2 s, 9-14x later (medians; the table is in tests/exporter/test_early_findings.py).
 """
 
 from __future__ import annotations

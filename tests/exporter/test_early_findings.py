@@ -6,15 +6,19 @@ The deep model is the issue's case scaled down: identical blocks, each calling a
 op that has no ONNX translation — directly (`torch.linalg.eig`) or after decomposition
 (`torch.linalg.svdvals` -> `aten._linalg_svd`).
 
-Measured at full size (32 blocks, d=1024, meta device, the helper's op on an 8x8 slice) on this
-project's 2-core machine: onnxlens through ExportService and a warm worker, from the export call
-to the preliminary FindingsEvent and to the result, interleaved with stock
-`torch.onnx.export(model, args, dynamo=True, optimize=False)` raising in a warm process; medians
-of 7 (same line, the helper's, in the preliminary and the final finding):
+Measured at full size (32 blocks, d=1024, meta device) on this project's 2-core machine:
+onnxlens through ExportService and a warm worker, from the export call to the preliminary
+FindingsEvent and to the result, interleaved with stock `torch.onnx.export(model, args,
+dynamo=True, optimize=False)` raising in a warm process; medians of 7, the preliminary and the
+final finding on the same line, the helper's:
 
-    op in the helper        preliminary   result (scan)   stock raises   stock / preliminary
-    torch.linalg.eig           0.23 s        2.34 s          2.74 s          11.6x
-    torch.linalg.svdvals       0.31 s        3.23 s          3.77 s          12.3x
+    op in the helper                                  preliminary  result (scan)  stock raises  stock / preliminary
+    torch.linalg.qr (benchmarks/models/deep_blocks.py)   0.43 s       2.82 s         3.57 s         8.6x
+    torch.linalg.eig (on an 8x8 slice)                   0.33 s       3.08 s         4.24 s        14.0x
+    torch.linalg.svdvals (same; via aten._linalg_svd)    0.38 s       3.42 s         4.23 s        10.8x
+
+Of the ~0.4 s, ~0.2 s is torch.export's own set-up before it traces the first node, ~0.2 s the
+fork and the event's way to the server.
 """
 
 from __future__ import annotations
