@@ -329,11 +329,17 @@ class FindingsEvent(Plain):
     holds all the findings of `stage` known at that point and replaces the stage's earlier
     event: a stage that ends with none after preliminary ones sends an empty event. The
     result's findings replace every event's. Older servers ignore the event (an unknown kind).
+
+    `settled`: every stage up to `stage` has ended (sent, even when empty, once translation
+    ends): their findings in this export are final, and the previous result's findings of those
+    stages no longer hold. Stock `torch.onnx.export` raises only in these stages, so the editor
+    shows the export's errors now; check, verify and save may still add theirs.
     """
 
     stage: str  # the stage whose findings these are (one of STAGES)
     findings: tuple[Finding, ...] = ()
     preliminary: bool = False
+    settled: bool = False
     kind: ClassVar[str] = "findings"
 
     @classmethod

@@ -43,6 +43,10 @@ class Stage(NamedTuple):
     name: str
     run: Callable[[Job], None]
     exporting: bool  # runs with torch.onnx.is_in_onnx_export() true, as `_core.export` does
+    # When it ends, every error the stock exporter could raise is known (it raises in capture,
+    # decomposition and translation only): the editor shows this export's errors at once, while
+    # check, verify and save run (FindingsEvent.settled).
+    settles: bool = False
 
 
 STAGE_ORDER = (
@@ -50,7 +54,7 @@ STAGE_ORDER = (
     Stage("capture", capture.run, True),
     Stage("decompose", decompose.run, True),
     Stage("scan", scan.run, True),
-    Stage("translate", translate.run, True),
+    Stage("translate", translate.run, True, settles=True),
     Stage("check", check.run, False),
     Stage("verify", verify.run, False),
     Stage("save", save.run, False),
@@ -100,7 +104,7 @@ class Pipeline:
         job = Job(spec, self.tables, on_event)
         try:
             for stage in STAGE_ORDER:
-                with job.running(stage.name), _onnx_exporting(stage.exporting):
+                with job.running(stage.name, settles=stage.settles), _onnx_exporting(stage.exporting):
                     stage.run(job)
         except Stop:
             pass

@@ -99,11 +99,12 @@ class Job:
         self.emit(FindingsEvent(stage, tuple(findings), preliminary=True))
 
     @contextlib.contextmanager
-    def running(self, stage: str) -> Iterator[None]:
+    def running(self, stage: str, *, settles: bool = False) -> Iterator[None]:
         """A stage: its begin and end events (end even when it fails), its time, and, when the
         export goes on after it, its findings (the warnings it found; an empty event replaces
         preliminary findings it did not confirm). A stage that ends the export sends none: the
-        result follows at once (the report is written after it) and carries them."""
+        result follows at once (the report is written after it) and carries them. A stage that
+        `settles` always sends its event when the export goes on (FindingsEvent.settled)."""
         self.stage = stage
         self.emit(StageEvent(stage, "begin"))
         begin = time.perf_counter()
@@ -116,7 +117,7 @@ class Job:
             seconds = time.perf_counter() - begin
             self.result.stages[stage] = seconds
             found = self.result.findings[known:]
-            if going_on and (found or stage in self.reported):
+            if going_on and (found or stage in self.reported or settles):
                 self.reported.add(stage)
-                self.emit(FindingsEvent(stage, tuple(found)))
+                self.emit(FindingsEvent(stage, tuple(found), settled=settles))
             self.emit(StageEvent(stage, "end", seconds))

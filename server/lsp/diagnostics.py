@@ -211,17 +211,18 @@ class Diagnostics:
     def entries(self, path: str) -> list[Entry]:
         return self._store.entries(path)
 
-    def publish_target(self, project: Project, target: str, *, finished: bool = True) -> None:
+    def publish_target(self, project: Project, target: str, *, announce: bool = True) -> None:
         """Publish the target's findings (its last result's, and what a running export reported
         ahead of its result); files whose findings went away get an empty list.
 
-        When an export `finished`, the model's own file is published, even when clean, so a
-        client always sees that an export finished (and benchmarks have something to time).
+        `announce` (an export finished, or settled its errors): the model's own file is
+        published, even when clean, so a client always sees that its errors are known now (and
+        benchmarks have something to time).
         """
         state = project.targets.get(target)
         final, early = state.findings_shown() if state else ([], [])
         changed = self._replace(project, target, final, early)
-        if finished and state is not None and (definition := state.model_definition()) is not None:
+        if announce and state is not None and (definition := state.model_definition()) is not None:
             changed.add(definition.file)
         self._publish(changed)
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import ExportResult, Finding, FindingsEvent, Location, TargetSpec
+from onnxlens.exporter.types import STAGES, ExportResult, Finding, FindingsEvent, Location, TargetSpec
 from onnxlens.server.config import Workspace, load_workspace
 
 # Directories whose changes never concern an export: VCS data, virtual environments, caches.
@@ -75,11 +76,15 @@ class TargetState:
     def findings_shown(self) -> tuple[list[Finding], list[tuple[Finding, FindingsEvent]]]:
         """What the target shows now: the last result's findings, and those the running export
         reported so far with the event each came in. A reported finding replaces a result's
-        finding with the same code on the same line (it is the newer word on it)."""
+        finding with the same code on the same line (it is the newer word on it); once the
+        running export has settled its stages (FindingsEvent.settled), the result's findings of
+        those stages go."""
         early = [(finding, event) for event in self.reported.values() for finding in event.findings]
         replaced = {_place(finding) for finding, _ in early}
+        settled = _settled_stages(self.reported.values())
         final = self.result.findings if self.result else []
-        return [finding for finding in final if _place(finding) not in replaced], early
+        return [finding for finding in final
+                if _place(finding) not in replaced and finding.stage not in settled], early
 
     def model_definition(self) -> Location | None:
         """Where the model callable is defined: from the last result, else by reading its file."""
@@ -87,6 +92,12 @@ class TargetState:
             location = self.result.model_location
             return dataclasses.replace(location, file=norm(location.file))
         return references.model_definition(self.spec)
+
+
+def _settled_stages(events: Iterable[FindingsEvent]) -> set[str]:
+    """The stages whose findings a running export has made final: all up to a settled event's."""
+    ends = [STAGES.index(event.stage) + 1 for event in events if event.settled and event.stage in STAGES]
+    return set(STAGES[:max(ends)]) if ends else set()
 
 
 def _place(finding: Finding) -> tuple:

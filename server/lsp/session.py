@@ -169,7 +169,7 @@ class Session:
             state.report(event)
         elif not state.withdraw_reported():
             return
-        self.diagnostics.publish_target(project, target, finished=False)
+        self.diagnostics.publish_target(project, target, announce=event is not None and event.settled)
 
     def _export_status(self, status: ExportStatus) -> None:
         if status.state == "cancelled":

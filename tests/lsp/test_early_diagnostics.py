@@ -185,3 +185,23 @@ async def test_a_newer_save_withdraws_the_cancelled_exports_early_diagnostics(cl
     assert any(any(early(d) for d in on_line(diagnostics, peak_line)) for _, diagnostics in later[withdrawn:])
     [final] = client.diagnostics_of(deep)
     assert final.range.start.line == peak_line - 1 and not early(final) and "_linalg_svd" in final.message
+
+
+async def test_a_fixed_models_errors_go_when_translation_ends_before_the_export_finishes(client: Client):
+    """Translation settles the export's errors (FindingsEvent.settled): the fixed model's old
+    error is cleared then, while onnx.checker and the save still run; the result follows."""
+    deep = client.root / "deep.py"
+    client.save(deep, model(spread=SVD))
+    await client.wait_diagnostic(deep, "unsupported-op", line_of(deep, "torch.linalg.svdvals("))
+    before = await client.wait_idle()
+    mark = len(client.events)
+
+    client.save(deep, model())  # fixed
+    await client.exports_finished("deep", before["per_target"]["deep"]["finished"] + 1)
+    cleared = next(index for index, diagnostics in publishes(client, deep, since=mark) if not diagnostics)
+    stages = [(index, progress_message(event.params.value)) for index, event in enumerate(client.events)
+              if index >= mark and event.method == lsp.PROGRESS]
+    check = next(index for index, stage in stages if stage == "check")
+    save = next(index for index, stage in stages if stage == "save")
+    assert next(index for index, stage in stages if stage == "translate") < cleared < check < save, stages
+    assert client.cleared(deep)

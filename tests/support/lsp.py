@@ -31,7 +31,7 @@ from typing import IO, Any
 
 import attrs
 from lsprotocol import types as lsp
-from pygls.protocol import default_converter
+from pygls.protocol import JsonRPCResponseMessage, default_converter
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
@@ -85,11 +85,20 @@ class Event:
     params: Any
 
 
+def _converter():
+    """pygls' converter, except that a custom request's result stays a dict: pygls turns it into
+    namedtuples, renaming every key that is not an identifier (the stats of a target named
+    `llama-7b-meta` came back under `_3`)."""
+    converter = default_converter()
+    converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    return converter
+
+
 class Client(LanguageClient):
     """One real server, driven like an editor drives it (see the module's docstring)."""
 
     def __init__(self) -> None:
-        super().__init__(converter_factory=default_converter)
+        super().__init__(converter_factory=_converter)
         self.events: list[Event] = []
         self.lens_refreshes = 0
         self.versions: dict[Path, int] = {}  # open documents
