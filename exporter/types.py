@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
-STAGES = ("load", "capture", "decompose", "scan", "translate", "check", "verify", "save")
+STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "verify", "save")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).
 CODES: dict[str, str] = {

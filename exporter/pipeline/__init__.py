@@ -1,4 +1,4 @@
-"""The export pipeline: load -> capture -> decompose -> scan -> translate -> check -> verify -> save.
+"""The export pipeline: load -> capture -> decompose -> scan -> translate -> optimize -> check -> verify -> save.
 
 One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
@@ -28,6 +28,7 @@ import onnxlens.exporter.pipeline.capture as capture
 import onnxlens.exporter.pipeline.check as check
 import onnxlens.exporter.pipeline.decompose as decompose
 import onnxlens.exporter.pipeline.load as load
+import onnxlens.exporter.pipeline.optimize as optimize
 import onnxlens.exporter.pipeline.save as save
 import onnxlens.exporter.pipeline.scan as scan
 import onnxlens.exporter.pipeline.translate as translate
@@ -55,6 +56,7 @@ STAGE_ORDER = (
     Stage("decompose", decompose.run, True),
     Stage("scan", scan.run, True),
     Stage("translate", translate.run, True, settles=True),
+    Stage("optimize", optimize.run, True),
     Stage("check", check.run, False),
     Stage("verify", verify.run, False),
     Stage("save", save.run, False),
@@ -78,6 +80,7 @@ class Pipeline:
         program = torch.export.export(model, (torch.randn(2, 4),), strict=False)
         decomposed = decompose.decompose(program, self.tables.decompositions(registry))
         onnx_program = translate.translate(decomposed, registry, DEFAULT_OPSET)
+        optimize.optimize(onnx_program)
         onnx_program.model_proto.SerializeToString()
         # Translating imported modules that define op namespaces (torch.ops._dir grew): build the
         # tables for the namespaces jobs will see, or every forked child would rebuild them.

@@ -28,7 +28,8 @@ from onnxlens.exporter.types import Finding, Related
 # The code of a finding for an unexpected failure in each stage.
 STAGE_CODES = {
     "load": "setup", "capture": "torch-export", "decompose": "decomposition", "scan": "translation",
-    "translate": "translation", "check": "onnx-checker", "verify": "translation", "save": "translation",
+    "translate": "translation", "optimize": "translation", "check": "onnx-checker", "verify": "translation",
+    "save": "translation",
 }
 
 

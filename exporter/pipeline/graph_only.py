@@ -1,4 +1,5 @@
 """The graph-only .onnx of a weights-free model (weights.py): the model without its weights.
+(The check stage checks every model in this form: onnx.checker needs no weights.)
 
 The stock exporter cannot save a model whose weights have no data (it reads every initializer:
 "Cannot copy out of meta tensor; no data!"), and `export_params=False` drops the initializers

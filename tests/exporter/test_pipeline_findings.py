@@ -278,7 +278,8 @@ def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_facto
     assert "came out static" in finding.message and "[4, 4]" in finding.message
     # Sent when capture ended, ahead of the result (docs/lsp.md): shown while the rest runs.
     reported = [e for e in events if isinstance(e, FindingsEvent)]
-    assert reported == [FindingsEvent("capture", (finding,))]
+    # then translation settles the errors (none).
+    assert reported == [FindingsEvent("capture", (finding,)), FindingsEvent("translate", (), settled=True)]
     assert events.index(reported[0]) < events.index(StageEvent("decompose", "begin"))
 
 

@@ -174,7 +174,7 @@ def test_a_bug_in_onnxlens_itself_becomes_a_finding_not_a_traceback(workspace, m
     events = []
     result = shared_pipeline().run(small(workspace), events.append)
     assert result.status == "failed"
-    assert [(f.code, f.stage) for f in result.findings] == [("translation", "translate")]
+    assert [(f.code, f.stage) for f in result.findings] == [("translation", "optimize")]
     assert "simulated bug in onnxlens" in result.findings[0].message
     # Shown at the model's definition (no user frame raised), and every begun stage ended.
     assert result.findings[0].location.line == line_of(workspace / "model.py", "def build")
