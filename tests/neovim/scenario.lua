@@ -48,7 +48,11 @@ observe('textDocument/publishDiagnostics', function(r)
   publishes[file] = (publishes[file] or 0) + 1
   return { file = file, count = #(r.diagnostics or {}) }
 end)
+-- How many exports' progress has ended: the server ends it after publishing the result's
+-- diagnostics (an export's errors are published earlier, when its translation ends).
+local progress_ends = 0
 observe('$/progress', function(r)
+  if type(r.value) == 'table' and r.value.kind == 'end' then progress_ends = progress_ends + 1 end
   return { token = tostring(r.token), value = r.value }
 end)
 observe('window/showMessage', function(r) return { type = r.type, message = r.message } end)
@@ -112,9 +116,11 @@ end
 -- A step's wait condition, on the onnxlens diagnostics Neovim holds: `nonempty` and `empty`
 -- list paths (`nonempty`: the export's result is in, none is early); `fresh` lists paths whose
 -- diagnostics must have been published again since `since` (a copy of `publishes` taken before
--- the action), so an old state cannot satisfy it.
-local function wait_for(condition, ms, since)
+-- the action), so an old state cannot satisfy it; with `ends_since`, an export's progress must
+-- have ended since then (the diagnostics alone show the errors before the export finishes).
+local function wait_for(condition, ms, since, ends_since)
   local function satisfied()
+    if ends_since and progress_ends <= ends_since then return false end
     for _, path in ipairs(condition.fresh or {}) do
       if (publishes[path] or 0) <= ((since or {})[path] or 0) then return false end
     end
@@ -288,8 +294,10 @@ local function run()
   for i, fix in ipairs(scenario.fixes) do
     step = 'fix' .. i
     local before = vim.deepcopy(publishes)
+    local ends_before = progress_ends
     apply_fix(client_id, fix)
-    wait_for(fix.wait, scenario.wait_ms, before)
+    -- the export the fix started has finished, too (lenses and hover show its result)
+    wait_for(fix.wait, scenario.wait_ms, before, ends_before)
     snapshot_diagnostics()
   end
 
