@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.metadata
 import json
-import platform
 import shutil
 import statistics
 import subprocess
@@ -50,6 +48,7 @@ from pathlib import Path
 import psutil
 from lsprotocol import types as lsp
 
+from benchmarks import run as worker_benchmark  # its machine() description
 from tests.support.lsp import EXPORT_STATUS, Client, uri
 
 HERE = Path(__file__).resolve().parent
@@ -281,13 +280,8 @@ def table(targets: list[Target], ours: dict, warm: dict, cold: dict, runs: int, 
 
 
 def machine() -> list[str]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
-    versions = ", ".join(f"{name} {importlib.metadata.version(name)}"
-                         for name in ("torch", "onnx", "onnxscript", "onnxruntime", "transformers"))
-    return [f"* {cpu}; {psutil.cpu_count()} logical cores; {psutil.virtual_memory().total / 2**30:.1f} GB RAM",
-            f"* {platform.platform()}; Python {platform.python_version()}; {versions}",
-            f"* load average at the end: {', '.join(f'{x:.2f}' for x in psutil.getloadavg())}"]
+    """benchmarks/run.py's description of the machine, and how busy it was."""
+    return [*worker_benchmark.machine(), f"* load average at the end: {', '.join(f'{x:.2f}' for x in psutil.getloadavg())}"]
 
 
 def main() -> None:

@@ -25,21 +25,18 @@ _NOT_READ = "weights-not-read-by-the-checker"
 
 
 def run(job: Job) -> None:
-    if job.weights_free is not None:
-        data_file = os.path.basename(job.spec.graph_output) + ".data"  # never written
-        try:
-            job.graph_only = graph_only.graph_only_model(job.onnx_program.model, data_file)
-        except Exception as error:  # noqa: BLE001 - a tensor of a kind we did not foresee
-            fail_on(job, error, "translation", "building the graph-only model (without weights) failed")
-        _check(job, graph_only.checkable(job.graph_only))
-        return
-    _check(job, graph_only.checkable(graph_only.graph_only_model(job.onnx_program.model, _NOT_READ)))
-
-
-def _check(job: Job, proto: object) -> None:
     import onnx
 
+    weights_free = job.weights_free is not None
+    # A weights-free model's graph-only file names its (never written) data file; the save writes it.
+    data_file = os.path.basename(job.spec.graph_output) + ".data" if weights_free else _NOT_READ
     try:
-        onnx.checker.check_model(proto, full_check=True)
+        without_data = graph_only.graph_only_model(job.onnx_program.model, data_file)
+    except Exception as error:  # noqa: BLE001 - a tensor of a kind we did not foresee
+        fail_on(job, error, "translation", "building the model without its weights' data failed")
+    if weights_free:
+        job.graph_only = without_data
+    try:
+        onnx.checker.check_model(graph_only.checkable(without_data), full_check=True)
     except Exception as error:  # noqa: BLE001 - checker errors come in several types
         fail_on(job, error, "onnx-checker", "onnx.checker rejected the model")

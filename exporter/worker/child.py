@@ -47,12 +47,12 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _capture_output(output_fd)
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
-        result, job = _run(pipeline, spec, events_fd, started)
+        result, exported = _run(pipeline, spec, events_fd, started)
         write_frame(events_fd, {"type": "result", "result": result.to_dict(),
                                 "imports": library_modules(zygote_modules)})
-        if job is not None:
+        if exported is not None:
             # After the result: the editor has its diagnostics while the report is written.
-            artifacts.write(job)
+            artifacts.write(exported)
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding

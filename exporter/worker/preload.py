@@ -13,7 +13,6 @@ never to preload (comma-separated).
 
 from __future__ import annotations
 
-import gc
 import importlib
 import os
 import sys
@@ -21,7 +20,7 @@ import time
 from typing import Any, Callable, Mapping
 
 from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE, PRELOAD_VARIABLE
-from onnxlens.exporter.worker.warmup import stop_tqdm_monitor
+from onnxlens.exporter.worker.warmup import ready_to_fork, stop_tqdm_monitor
 
 
 class Preloader:
@@ -76,11 +75,7 @@ class Preloader:
                 after_imports()
             except Exception as error:  # noqa: BLE001 - children then bring the tables up to date themselves
                 print(f"onnxlens worker: updating the tables after preloading failed: {error!r}", file=sys.stderr)
-        from onnxlens.exporter.pipeline.loader import remember_zygote_modules  # imports torch: not at module import
-
-        remember_zygote_modules()
-        gc.collect()
-        gc.freeze()
+        ready_to_fork()
         return {"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started}
 
 

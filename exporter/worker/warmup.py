@@ -62,16 +62,24 @@ def warm_pipeline() -> Pipeline:
     import torch.onnx  # noqa: F401
 
     from onnxlens.exporter.pipeline import Pipeline
-    from onnxlens.exporter.pipeline.loader import remember_zygote_modules
 
     pipeline = Pipeline()
     pipeline.warm_up()  # the pipeline's own: its tables
     _warm_up_export(pipeline)  # every stage once, verification and report included
     stop_tqdm_monitor()
+    ready_to_fork()
+    return pipeline
+
+
+def ready_to_fork() -> None:
+    """After the zygote loaded modules (warm-up, library preloading): what it holds now is
+    library code (children skip it when they look for the user's modules), and the heap is
+    frozen (gc.freeze: fewer copy-on-write pages in children)."""
+    from onnxlens.exporter.pipeline.loader import remember_zygote_modules  # imports torch: not at module import
+
     remember_zygote_modules()
     gc.collect()
     gc.freeze()
-    return pipeline
 
 
 def stop_tqdm_monitor() -> None:

@@ -29,7 +29,6 @@ class Triggers:
         # path -> (mtime_ns, size) when we last acted on it: a watchdog event for a file the
         # editor just saved (didSave already handled it) must not export twice.
         self._signatures: dict[str, tuple[int, int] | None] = {}
-        self._existence_changed: dict[str, bool] = {}  # path -> its last change made or removed it
         self._reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending config reload
 
     def start_watching(self) -> None:
@@ -43,9 +42,7 @@ class Triggers:
         """The editor saved `path`. A save without changes exports nothing: the result would be
         the cached one (and a started job is not cancelled for the same content)."""
         reason = f"saved {Path(path).name}"
-        if self._signature_changed(path):
-            self._reload_if_appeared_or_vanished(path, self._session.projects_containing(path))
-            self.file_changed(path, reason=reason, explicit=True)
+        if self._act_on_change(path, self._session.projects_containing(path), reason=reason, explicit=True):
             return
         # The file-system event for this save came first and is waiting for the debounce.
         for project, target in self._exported_on_change(path):
@@ -61,10 +58,7 @@ class Triggers:
             return
         if not projects:
             return
-        if not self._signature_changed(path):
-            return
-        self._reload_if_appeared_or_vanished(path, projects)
-        self.file_changed(path, reason=f"{Path(path).name} changed on disk")
+        self._act_on_change(path, projects, reason=f"{Path(path).name} changed on disk")
 
     def file_changed(self, path: str, *, reason: str, explicit: bool = False) -> None:
         """`explicit`: the editor saved it (the user waits: no debounce for the first save);
@@ -85,8 +79,9 @@ class Triggers:
                 if path != str(project.config_file) and not project.is_ignored(path)
                 for target in project.targets_depending_on(path)]
 
-    def _signature_changed(self, path: str) -> bool:
-        """True if the file differs from when we last acted on it (and remember it now)."""
+    def _act_on_change(self, path: str, projects: list[Project], *, reason: str, explicit: bool = False) -> bool:
+        """Act on `path` if it differs from when we last acted on it (whichever of the editor's
+        save and watchdog's event comes first); False when it does not."""
         try:
             stat = os.stat(path)
             signature = (stat.st_mtime_ns, stat.st_size)
@@ -96,18 +91,15 @@ class Triggers:
         if before == signature:
             return False
         self._signatures[path] = signature
-        self._existence_changed[path] = before is _UNSEEN or (before is None) != (signature is None)
-        return True
-
-    def _reload_if_appeared_or_vanished(self, path: str, projects: list[Project]) -> None:
-        """A Python file appeared or vanished (deleted, renamed, restored; seen by whichever of the
-        editor's save and watchdog's event came first): the config may name it. Re-validating the
-        config turns a missing model file into a `config` diagnostic on the line naming it and
-        clears the target's old diagnostics; its return re-adds the target. Reloading an unchanged
-        config exports nothing."""
-        if path.endswith(".py") and self._existence_changed.get(path):
+        if path.endswith(".py") and (before is _UNSEEN or (before is None) != (signature is None)):
+            # A Python file appeared or vanished (deleted, renamed, restored): the config may name
+            # it. Re-validating the config turns a missing model file into a `config` diagnostic on
+            # the line naming it and clears the target's old diagnostics; its return re-adds the
+            # target. Reloading an unchanged config exports nothing.
             for project in projects:
                 self._reload_config_soon(project)
+        self.file_changed(path, reason=reason, explicit=explicit)
+        return True
 
     def _reload_config_soon(self, project: Project) -> None:
         """Reload after the debounce time, like exports: a watchdog event can catch the file
