@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from onnxlens.exporter.pipeline.cia_override import recorded_override
 from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import restore_stock_traces
@@ -33,7 +34,7 @@ def decompose(program: Any, tables: Any) -> Any:
             program, cia_to_decomp=tables.cia_to_decomp, python_decomp_table=tables.python_decomp_table,
             joint_loss_index=None, decompose_custom_triton_ops=False)
 
-    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True), recorded_override(tables.recorded_override):
         decomposed = _exported_program._disable_prexisiting_fake_mode(run_decompositions)()
         graph_module = decomposed.graph_module
         _fx_passes.insert_type_promotion_nodes(graph_module)

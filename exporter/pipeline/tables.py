@@ -31,6 +31,8 @@ import torch
 from torch.export import exported_program as _exported_program
 from torch.onnx._internal.exporter import _constants, _decomp, _registration
 
+from onnxlens.exporter.pipeline.cia_override import RecordedOverride
+
 # The opset the public API targets when none is given (torch.onnx.export(dynamo=True)).
 try:
     from torch.onnx._constants import ONNX_DEFAULT_OPSET as DEFAULT_OPSET
@@ -44,6 +46,9 @@ class DecompositionTables:
 
     cia_to_decomp: dict
     python_decomp_table: dict
+    # torch's CIA override recorded for `cia_to_decomp` (cia_override.py): tables built by
+    # refresh() (the zygote's) have it; None: decomposition enters torch's own.
+    recorded_override: RecordedOverride | None = None
 
 
 def registry_opset(opset: int) -> int:
@@ -95,7 +100,7 @@ class Tables:
         """Bring every table built so far up to date with the ops torch knows now (after the
         zygote imported libraries: its children then find them current)."""
         for build_opset in list(self._registries):
-            self.decompositions(self._current(build_opset).registry)
+            self.decompositions(self._current(build_opset).registry, record_override=True)
 
     def _current(self, build_opset: int) -> BuiltRegistry:
         """The cached registry for `build_opset`, rebuilt if torchlib ops appeared or went since."""
@@ -111,8 +116,12 @@ class Tables:
                                          sorted(built.available - available), time.perf_counter() - started))
         return fresh
 
-    def decompositions(self, registry: _registration.ONNXRegistry, custom_key: tuple = ()) -> DecompositionTables:
-        """Fresh dicts (run_decompositions may mutate them) of the cached tables."""
+    def decompositions(self, registry: _registration.ONNXRegistry, custom_key: tuple = (),
+                       record_override: bool = False) -> DecompositionTables:
+        """Fresh dicts (run_decompositions may mutate them) of the cached tables. With
+        `record_override`, torch's CIA override is recorded for them too (~60 ms: worth it in the
+        zygote, whose children all decompose with these tables; not in a child, which
+        decomposes once)."""
         built = self._registries.get(registry.opset_version)
         available = built.available if built is not None else None
         key = (registry.opset_version, custom_key, tuple(sorted(torch.ops._dir)), available)
@@ -126,7 +135,11 @@ class Tables:
             for old in [k for k in self._decompositions if k[:2] == key[:2]]:
                 del self._decompositions[old]
             self._decompositions[key] = tables
-        return DecompositionTables(dict(tables.cia_to_decomp), dict(tables.python_decomp_table))
+        if record_override and (tables.recorded_override is None
+                                or not tables.recorded_override.matches(tables.cia_to_decomp)):
+            tables.recorded_override = RecordedOverride.record(tables.cia_to_decomp)
+        return DecompositionTables(dict(tables.cia_to_decomp), dict(tables.python_decomp_table),
+                                   tables.recorded_override)
 
 
 @functools.lru_cache(maxsize=1)
