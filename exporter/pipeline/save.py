@@ -11,11 +11,13 @@ so the last good .onnx survives. The files get the mode a plain `open()` gives t
 
 A weights-free model (weights.py) has no weights to save: its graph-only model (built by the
 check stage, graph_only.py) goes to `<name>.graph.onnx` next to the output, and the output with
-its .onnx.data, the last good model with weights, is left as it is.
+its .onnx.data, the last good model with weights, is left as it is. A later save with weights
+removes the graph-only file (it would describe an older model).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -36,6 +38,10 @@ def run(job: Job) -> None:
     save_onnx(job.onnx_program, job.spec.output)
     job.result.onnx = job.spec.output
     job.result.status = "ok"
+    # An earlier weights-free export's graph-only file describes a model that is gone: the
+    # .onnx now holds this one's graph.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(job.spec.graph_output)
 
 
 def save_onnx(onnx_program: Any, destination: str) -> list[str]:
