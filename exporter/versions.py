@@ -14,14 +14,17 @@ from pathlib import Path
 VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
 
 
+def installed_version(package: str) -> str | None:
+    """The installed version of one package in this interpreter (None when absent)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
 def installed_versions() -> dict[str, str | None]:
     """Package -> installed version (None when absent) for this interpreter, plus "python"."""
-    versions: dict[str, str | None] = {}
-    for name in VERSIONED_PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
+    versions: dict[str, str | None] = {name: installed_version(name) for name in VERSIONED_PACKAGES}
     versions["python"] = sys.version
     return versions
 
@@ -52,3 +55,4 @@ def exporter_source_digest() -> str:
     for path in sorted(root.rglob("*.py")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
+

@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from onnxlens.exporter.locations import Frame, from_traceback, locate
 from onnxlens.exporter.pipeline.errors import exception_chain
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Related
 
 DOCS_URL = "https://pytorch.org/docs/stable/export.html"
@@ -118,8 +119,6 @@ def _forward_frame(forward: Any, owner: str, returned_at: int | None) -> list[Fr
 def _trace(job: Job, cls: type, forward: Any) -> tuple[str | None, list[Frame], int | None]:
     """Capture once more: (where the object sits in the output, the frames that built it, the
     line of forward's `return` statement)."""
-    from torch.onnx._internal.exporter import _capture_strategies
-
     target = job.target
     built: dict[int, list[Frame]] = {}
     outputs: list[Any] = []
@@ -127,8 +126,7 @@ def _trace(job: Job, cls: type, forward: Any) -> tuple[str | None, list[Frame], 
     with (_recording_construction(cls, built), _keeping_output(target.model, outputs),
           _recording_returns(getattr(forward, "__code__", None), returns)):
         try:
-            _capture_strategies.TorchExportNonStrictStrategy(verbose=False)(
-                target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes)
+            internals.capture("non-strict", target.model, target.args, target.kwargs, target.dynamic_shapes)
         except Exception as error:  # noqa: BLE001 - the first capture's errors already say what failed
             job.log(f"re-capturing to find where the {cls.__name__} is built failed: {type(error).__name__}: {error}")
     path, found = _find(outputs[-1], cls) if outputs else (None, None)
@@ -194,17 +192,15 @@ def _keeping_output(model: Any, outputs: list[Any]) -> Iterator[None]:
 
 def _find(output: Any, cls: type) -> tuple[str | None, Any]:
     """(`['past_key_values']`-style path, the object) of the first `cls` in `output`."""
-    from torch.utils import _pytree
-
     if type(output) is cls:
         return None, output
     try:
-        leaves, _ = _pytree.tree_flatten_with_path(output, is_leaf=lambda value: type(value) is cls)
+        leaves = internals.leaves_with_paths(output, is_leaf=lambda value: type(value) is cls)
     except Exception:  # noqa: BLE001 - a container without keys: the type is still named
         return None, None
     for path, leaf in leaves:
         if type(leaf) is cls:
-            return _pytree.keystr(path) or None, leaf
+            return path or None, leaf
     return None, None
 
 

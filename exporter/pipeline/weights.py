@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Location, TargetSpec
 
 CODE = "weights-free"
@@ -55,9 +56,7 @@ class WeightsFree:
 
 def has_no_data(tensor: Any) -> bool:
     """The rule: a tensor on the meta device, or a FakeTensor (shape and dtype, no storage)."""
-    from torch._subclasses.fake_tensor import is_fake
-
-    return bool(tensor.is_meta or is_fake(tensor))
+    return bool(tensor.is_meta or internals.is_fake(tensor))
 
 
 def weights_free(model: Any) -> WeightsFree | None:
