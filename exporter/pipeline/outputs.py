@@ -66,9 +66,11 @@ def finding(job: Job, type_name: str, notes: list[str]) -> Finding:
     forward = inspect.unwrap(type(model).forward)
     path, built, returned_at = _trace(job, cls, forward) if cls is not None else (None, [], None)
     owner = f"{type(model).__name__}.forward"
-    shown = f"{cls.__module__}.{cls.__qualname__}" if cls is not None else type_name
+    shown = (cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}") \
+        if cls is not None else type_name
     where = f"`{path}` of what {owner} returns" if path else f"what {owner} returns"
-    message = (f"torch.export cannot flatten the model's output: {where} is a {shown}, a type torch.export "
+    article = "an" if shown[:1].lower() in "aeiou" else "a"
+    message = (f"torch.export cannot flatten the model's output: {where} is {article} {shown}, a type torch.export "
                f"does not know (not a registered pytree node), so it cannot become ONNX outputs. Fixes:")
     for fix in _fixes(cls, type_name, model, forward, target.kwargs):
         message += f"\n• {fix}"
@@ -92,8 +94,11 @@ def finding(job: Job, type_name: str, notes: list[str]) -> Finding:
 
 
 def _resolve(type_name: str) -> type | None:
+    """The class torch names: `transformers.cache_utils.DynamicCache`, or a builtin (`object`,
+    written without its module: torch 2.14's strict capture no longer names the line that
+    returns one, so this finding is the one that must)."""
     module, _, name = type_name.rpartition(".")
-    owner = sys.modules.get(module) if module else None
+    owner = sys.modules.get(module or "builtins")
     found = getattr(owner, name, None)
     return found if isinstance(found, type) else None
 
