@@ -97,7 +97,6 @@ def inputs_on_meta(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
     """The example inputs with every tensor that has data moved to the meta device (same shape
     and dtype), and how many were moved."""
     import torch
-    from torch.utils import _pytree as pytree
 
     moved = 0
 
@@ -108,7 +107,7 @@ def inputs_on_meta(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
             return value.to("meta")
         return value
 
-    args, kwargs = pytree.tree_map(to_meta, (tuple(args), dict(kwargs)))
+    args, kwargs = internals.tree_map(to_meta, (tuple(args), dict(kwargs)))
     return args, kwargs, moved
 
 

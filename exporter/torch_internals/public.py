@@ -14,7 +14,7 @@ Everything here is torch's public API, or plain Python on what it returns.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 NAME = "public"
 FULL = False  # the pipeline runs the public path (pipeline/__init__.py: PUBLIC_STAGE_ORDER)
@@ -55,4 +55,14 @@ def overloads(torch_op: Any) -> list[Any]:
     return [torch_op]
 
 
-__all__ = ["NAME", "FULL", "DEFAULT_OPSET", "export", "is_fake", "is_torch_op", "overloads"]
+def tree_map(function: Callable[[Any], Any], value: Any) -> Any:
+    """`value` with `function` applied to each leaf of its tuples, lists and dicts (the containers
+    example inputs are made of; torch's pytree, which knows more, is private)."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(tree_map(function, item) for item in value)
+    if isinstance(value, dict):
+        return {key: tree_map(function, item) for key, item in value.items()}
+    return function(value)
+
+
+__all__ = ["NAME", "FULL", "DEFAULT_OPSET", "export", "is_fake", "is_torch_op", "overloads", "tree_map"]

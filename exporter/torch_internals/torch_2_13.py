@@ -352,6 +352,13 @@ def is_fake(tensor: Any) -> bool:
     return bool(fake(tensor))
 
 
+def tree_map(function: Callable[[Any], Any], value: Any) -> Any:
+    """`value` with `function` applied to each pytree leaf (torch.export's view of the inputs)."""
+    from torch.utils import _pytree
+
+    return _pytree.tree_map(function, value)
+
+
 def leaves_with_paths(value: Any, is_leaf: Callable[[Any], bool]) -> list[tuple[str, Any]]:
     """Each pytree leaf of `value` with its path as torch writes it (`['past_key_values']`)."""
     from torch.utils import _pytree
@@ -423,6 +430,6 @@ __all__ = [
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
     "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
-    "is_fake", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
+    "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",
 ]
