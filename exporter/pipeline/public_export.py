@@ -21,6 +21,7 @@ findings, no verification), never on a wrong line. Every export on this path car
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from onnxlens.exporter.locations import from_stack_trace, is_user_code, locate
@@ -33,6 +34,7 @@ from onnxlens.exporter.types import Finding
 from onnxlens.exporter.versions import installed_version
 
 DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
+_ANSI_ESCAPE = re.compile(r"\x1B[@-_][0-?]*[ -/]*[@-~]")  # torch colours its "Next steps" text
 _FORWARD_ONLY = ("(the innermost `forward` line torch recorded: without an onnxlens adapter for this torch, the "
                  "lines of functions it calls are not known)")
 
@@ -68,9 +70,9 @@ def failure_finding(job: Job, error: BaseException) -> Finding:
     if place.at_fallback(job.fallback):
         note = "(the failing line is not known without an onnxlens adapter for this torch: shown at the model's definition)"
     root = chain[-1]
-    message = f"torch.onnx.export failed: {type(root).__name__}: {_lines(str(root))}"
+    message = f"torch.onnx.export failed: {type(root).__name__}: {_lines(_plain(root))}"
     if root is not error:
-        message += f"\n({type(error).__name__}: {first_line(str(error))})"
+        message += f"\n({type(error).__name__}: {first_line(_plain(error))})"
     if note:
         message += f"\n{note}"
     return Finding(code=code, stage="capture" if code == "torch-export" else "translate", location=place.location,
@@ -101,6 +103,10 @@ def _code(chain: list[BaseException]) -> str:
     if "DispatchError" in names:
         return "unsupported-op"
     return "translation"
+
+
+def _plain(error: BaseException) -> str:
+    return _ANSI_ESCAPE.sub("", str(error))
 
 
 def _lines(text: str, limit: int = 6) -> str:

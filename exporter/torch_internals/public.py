@@ -65,4 +65,15 @@ def tree_map(function: Callable[[Any], Any], value: Any) -> Any:
     return function(value)
 
 
-__all__ = ["NAME", "FULL", "DEFAULT_OPSET", "export", "is_fake", "is_torch_op", "overloads", "tree_map"]
+def format_exported_program(program: Any) -> str:
+    """The program as its public `str()` prints it, fenced (the report's section)."""
+    return f"```python\n{program}\n```"
+
+
+def analysis(program: Any, registry: Any | None) -> str:
+    """torch's analysis helpers are private: the report says so instead."""
+    return "_Not available without an onnxlens adapter for this torch (torch's analysis helpers are private)._\n"
+
+
+__all__ = ["NAME", "FULL", "DEFAULT_OPSET", "export", "is_fake", "is_torch_op", "overloads", "tree_map",
+           "format_exported_program", "analysis"]
