@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "onnx-checker": "error",
     "mismatch": "warning",
     "weights-free": "info",
+    "torch-version": "info",
     "timeout": "error",
     "crash": "error",
 }

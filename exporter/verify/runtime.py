@@ -13,7 +13,8 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 from torch.export import graph_signature
-from torch.onnx._internal.exporter import _onnx_program  # to/from OrtValue incl. bfloat16
+
+from onnxlens.exporter.torch_internals.active import internals
 
 class RuntimeProblem(Exception):
     """A reason verification cannot run, phrased for the user."""
@@ -22,7 +23,7 @@ class RuntimeProblem(Exception):
 def user_inputs(exported_program: Any, args: tuple, kwargs: dict) -> list[Any]:
     """The flat user arguments that became ONNX graph inputs, in graph-input order."""
     try:
-        flat, _ = exported_program._get_flat_args_with_check(args, kwargs)
+        flat = internals.flat_user_args(exported_program, args, kwargs)
     except Exception as error:  # noqa: BLE001 - torch raises several types for a bad structure
         raise RuntimeProblem(f"the example inputs do not match the exported program: {error}") from error
     specs = [s for s in exported_program.graph_signature.input_specs
@@ -44,7 +45,7 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
         if isinstance(arg, torch.Tensor) and arg.is_complex():
             arg = torch.view_as_real(arg.resolve_conj())
         if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            arg = arg.node.hint
+            arg = internals.size_hint(arg)
         if isinstance(arg, (bool, int, float)):
             # A symbolic scalar input: use the dtype the graph declares.
             import onnxruntime as ort
@@ -52,7 +53,7 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
             dtype = value.dtype.numpy() if value.dtype is not None else None
             feeds[value.name] = ort.OrtValue.ortvalue_from_numpy(np.array(arg, dtype=dtype))
         elif isinstance(arg, torch.Tensor):
-            feeds[value.name] = _onnx_program._to_ort_value(arg)
+            feeds[value.name] = internals.to_ort_value(arg)  # bfloat16 included
         else:
             raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
     return feeds
@@ -161,4 +162,4 @@ def run(session: Any, feeds: dict[str, Any], output_names: Sequence[str] | None 
 def _to_torch(value: Any) -> Any:
     if not value.is_tensor():
         return None  # a sequence or map output: nothing torch compares directly
-    return _onnx_program._from_ort_value(value)
+    return internals.from_ort_value(value)

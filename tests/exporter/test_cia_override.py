@@ -17,7 +17,7 @@ from torch._subclasses import fake_impls
 from torch.export import exported_program
 
 from onnxlens.exporter.pipeline import Pipeline
-from onnxlens.exporter.pipeline.cia_override import RecordedOverride, recorded_override
+from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, recorded_override
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 from tests.exporter.engine_support import spec_for
 

@@ -12,6 +12,9 @@ and a job's decomposition enters by copying it back — the same dictionaries, t
 objects, the same FakeTensor rules — and leaves exactly as torch leaves. Whenever the op kernels
 or the table are not what was recorded (a library imported since registered a kernel, custom
 translations change the table), torch's own context manager runs instead.
+
+Part of the full adapters (torch_2_13.py: `record_cia_override`, `decompose`): the pipeline's
+tables (pipeline/tables.py) keep the recording, the adapter enters it.
 """
 
 from __future__ import annotations
