@@ -129,7 +129,7 @@ def _ort_value(tensor: Any) -> Any:
 
     raw = getattr(tensor, "raw", None)
     if isinstance(raw, torch.Tensor):
-        return _onnx_program._to_ort_value(raw.detach().cpu().contiguous())
+        return internals.to_ort_value(raw.detach().cpu().contiguous())
     return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(tensor.numpy()))
 
 
