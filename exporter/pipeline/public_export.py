@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from onnxlens.exporter.locations import from_stack_trace, is_user_code, locate
+import onnxlens.exporter.pipeline.lines as lines
+from onnxlens.exporter.locations import from_stack_trace, locate
 from onnxlens.exporter.pipeline.capture import user_frames
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line, interpreted_node
 from onnxlens.exporter.pipeline.job import Job
@@ -51,6 +52,8 @@ def run(job: Job) -> None:
         job.fail([failure_finding(job, error)])
     job.decomposed = job.onnx_program.exported_program  # what the ONNX graph was translated from
     job.result.node_count = len(job.onnx_program.model.graph)
+    # Hover and lens: from the ONNX nodes' metadata, which the public export writes too.
+    job.result.lines = lines.line_infos(job.onnx_program.model, job.workspace)
     if job.spec.verify:
         job.log(f"{job.spec.name}: verification skipped: torch {_torch_version()} has no onnxlens adapter")
 

@@ -15,9 +15,16 @@ import traceback
 from typing import Any, Callable, Iterator
 
 from onnxlens.exporter.torch_internals.torch_2_13 import *  # noqa: F403 - the same pieces, but:
+from onnxlens.exporter.torch_internals.torch_2_13 import PIECES as _REFERENCE_PIECES
 from onnxlens.exporter.torch_internals.torch_2_13 import __all__ as _REFERENCE
 
 NAME = "torch_2_12"
+
+# 2.13's pieces, but the tracer's frame filter instead of the anchor set (absent in 2.12).
+PIECES = tuple(piece for piece in _REFERENCE_PIECES if piece != "torch.fx.proxy._STACK_TRACE_ANCHORS") + (
+    "torch.fx.proxy.TracerBase._filter_traceback_frames",
+    "torch.fx.experimental.symbolic_shapes.uninteresting_files",
+)
 
 __all__ = [*_REFERENCE]
 

@@ -13,7 +13,7 @@ import torch
 
 from onnxlens.exporter.torch_internals import (ADAPTERS, PUBLIC, VERSION_VARIABLE, adapter_for, adapter_in, describe,
                                                seen_torch_version)
-from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals
+from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals, missing_pieces
 
 EXPECTED = {"2.12": "torch_2_12", "2.13": "torch_2_13", "2.14": "torch_2_13", "2.15": "torch_2_13"}
 
@@ -69,3 +69,12 @@ def test_this_process_runs_the_adapter_made_for_its_torch():
     minor = ".".join(torch.__version__.split(".")[:2])
     assert internals.NAME == EXPECTED[minor], f"torch {torch.__version__}"
     assert FALLBACK_REASON is None
+
+
+def test_pieces_torch_lacks_are_named():
+    """What makes the process take the public path when a patch release moved a private piece."""
+    assert missing_pieces(("torch.nn.Linear", "torch.onnx._internal.exporter._core._no_such_function",
+                           "torch.fx.proxy.TracerBase.no_such_method", "no_such_package.thing")) == [
+        "torch.onnx._internal.exporter._core._no_such_function", "torch.fx.proxy.TracerBase.no_such_method",
+        "no_such_package.thing"]
+    assert not missing_pieces(internals.PIECES)

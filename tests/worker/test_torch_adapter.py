@@ -107,7 +107,24 @@ async def test_a_clean_model_exports_with_the_notice_at_its_definition(public_se
     note = _notice(result)
     assert (note.location.file, note.location.line) == (str(model), line_of(model, "class Model"))
     onnx.checker.check_model(onnx.load(result.onnx), full_check=True)
-    assert result.node_count and Path(result.report).is_file()
+    assert result.node_count  # (the report is written after the result: not waited for here)
+    assert line_of(model, "return torch.relu(self.linear(x))") in {info.line for info in result.lines}  # hover
+
+
+META = MLP_SOURCE.replace("def inputs():", """def on_meta():
+    with torch.device("meta"):
+        return Model()
+
+
+def inputs():""")
+
+
+async def test_a_weights_free_model_exports_its_graph(public_service, tmp_path):
+    write_model(tmp_path, "models/meta.py", META)
+    result = await public_service.export(spec_for(tmp_path, "models/meta.py", name="meta", model="on_meta"))
+    assert result.status == "ok", result.findings
+    assert sorted(f.code for f in result.findings) == ["torch-version", "weights-free"]
+    assert result.onnx is None and Path(result.graph_onnx).is_file()
 
 
 async def test_a_capture_failure_lands_on_its_line(public_service, tmp_path):
