@@ -338,6 +338,9 @@ async function main() {
       const started = Date.now();
       await waitForErrors(withPage, config.minErrors, 1e9, config.problemsTimeoutMs);
       const seconds = (Date.now() - started) / 1000;
+      // Problems found while the export runs are shown before it ends (labelled as such): wait
+      // for its end too, the status entry with the problem count, whose rows the test asserts.
+      await waitForStatusItem(withPage, "onnxlens", config.problemsStatus, LONG);
       await showProblemsPanel(withPage);
       await withPage.waitForSelector(".markers-panel .monaco-list-row", { timeout: LONG });
       return { secondsUntilProblems: seconds };

@@ -84,6 +84,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "file": "models/spectral.py",
                 "minErrors": 2,
                 "problemsTimeoutMs": 90_000,
+                "problemsStatus": r"^ONNX: \d+ problems? \(",  # the export has ended
                 "codeAction": {"problemText": f"[Ln {eigvals_line}, Col", "title": "Open export report", "expectTab": "Preview.*spectral",
                                "previewText": "export report"},
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
