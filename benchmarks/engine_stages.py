@@ -1,6 +1,6 @@
 """Stage by stage: each onnxlens stage against the same step inside stock `torch.onnx.export`.
 
-    .venv/bin/python benchmarks/engine_stages.py [--runs 5] [--models mlp,encoder,bert-base]
+    .venv/bin/python benchmarks/engine_stages.py [--runs 5] [--models mlp,encoder,bert-base] [--clock cpu|wall]
 
 One process, torch at one thread (as in the worker's children), a warmed-up Pipeline (as the
 zygote has it). Per model, alternating: our Pipeline (verification off: stock does not verify),
@@ -9,7 +9,10 @@ steps are timed by wrapping the torch functions stock calls (the capture strateg
 build, `_prepare_exported_program_for_export`, `_exported_program_to_onnx_program`,
 `ONNXProgram.optimize`, `ONNXProgram.save`); our translate stage calls the same translation and
 optimize functions, timed by the same wrappers. Timing wrappers only: nothing is replaced.
-Prints a markdown table of medians; "ratio" is ours ÷ stock (at most 1: no slower).
+Prints a markdown table of medians; "ratio" is ours ÷ stock (at most 1: no slower). Timed in
+this process's CPU time by default: every step runs on one thread, so CPU time is what the step
+costs, and it holds still while other processes load the machine (elapsed time did not: the same
+call varied 0.84–1.34× between runs on a quiet machine).
 """
 
 from __future__ import annotations
@@ -53,10 +56,20 @@ ROWS = [
 ]
 
 
-class Timings:
-    """Wall-clock seconds per label, summed over one export (wrappers around torch functions)."""
+CLOCKS = {
+    # CPU seconds of this process: one thread computes (torch at 1 thread, no onnxruntime), so
+    # this is what a step costs, and another process on the machine barely changes it.
+    "cpu": time.process_time,
+    "wall": time.perf_counter,
+}
 
-    def __init__(self) -> None:
+
+class Timings:
+    """Seconds per label on `clock`, summed over one export (wrappers around torch functions
+    and around our pipeline's stages)."""
+
+    def __init__(self, clock) -> None:
+        self.clock = clock
         self.current: dict[str, float] = defaultdict(float)
 
     def wrap(self, owner, name: str, label: str, classmethod_: bool = False) -> None:
@@ -64,13 +77,20 @@ class Timings:
 
         @functools.wraps(original)
         def timed(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args[1:], **kwargs) if classmethod_ else original(*args, **kwargs)
-            finally:
-                self.current[label] += time.perf_counter() - start
+            return self.timed(original, label)(*args[1:], **kwargs) if classmethod_ else \
+                self.timed(original, label)(*args, **kwargs)
 
         setattr(owner, name, classmethod(timed) if classmethod_ else timed)
+
+    def timed(self, function, label: str):
+        @functools.wraps(function)
+        def timed(*args, **kwargs):
+            start = self.clock()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.current[label] += self.clock() - start
+        return timed
 
     def take(self) -> dict[str, float]:
         taken, self.current = dict(self.current), defaultdict(float)
@@ -81,6 +101,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--models", default="mlp,encoder,bert-base")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: this process's CPU time (default: steady on a busy machine); wall: elapsed time")
     options = parser.parse_args()
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
@@ -88,12 +110,16 @@ def main() -> None:
     import torch
     from torch.onnx._internal.exporter import _capture_strategies, _core, _onnx_program, _registration
 
+    import onnxlens.exporter.pipeline as pipeline_module
     import onnxlens.exporter.pipeline.lines as lines
     from onnxlens.exporter.pipeline import Pipeline
     from onnxlens.exporter.types import TargetSpec
 
     torch.set_num_threads(1)
-    timings = Timings()
+    clock = CLOCKS[options.clock]
+    timings = Timings(clock)
+    pipeline_module.STAGE_ORDER = tuple(stage._replace(run=timings.timed(stage.run, f"stage:{stage.name}"))
+                                        for stage in pipeline_module.STAGE_ORDER)
     timings.wrap(_capture_strategies.TorchExportNonStrictStrategy, "__call__", "capture")
     timings.wrap(_registration.ONNXRegistry, "from_torchlib", "registry", classmethod_=True)
     timings.wrap(_core, "_prepare_exported_program_for_export", "decompose")
@@ -126,21 +152,21 @@ def main() -> None:
             result = pipeline.run(spec)
             assert result.status == "ok", result.findings
             figures = timings.take()
-            figures.update({f"stage:{stage}": seconds for stage, seconds in result.stages.items()})
-            figures["without_load"] = result.seconds - result.stages.get("load", 0.0)
+            figures["without_load"] = sum(seconds for label, seconds in figures.items()
+                                          if label.startswith("stage:") and label != "stage:load")
             ours.append(figures)
 
             module = sys.modules[f"models.{source.stem}"]
             model, args = getattr(module, factory)(), module.example_inputs()
             shapes = getattr(module, shapes_name)() if shapes_name else None
-            begin = time.perf_counter()
+            begin = clock()
             torch.onnx.export(model, args, str(workdir / f"stock-{name}.onnx"), dynamo=True,
                               dynamic_shapes=shapes, verbose=False)
             figures = timings.take()
-            figures["total"] = time.perf_counter() - begin
-            begin = time.perf_counter()
+            figures["total"] = clock() - begin
+            begin = clock()
             torch.export.export(model, args, dynamic_shapes=shapes, strict=False)
-            figures["torch.export"] = time.perf_counter() - begin
+            figures["torch.export"] = clock() - begin
             timings.take()
             stock.append(figures)
         ours, stock = ours[1:], stock[1:]
@@ -150,8 +176,8 @@ def main() -> None:
 
         columns[name] = {label: (median(ours, mine), median(stock, theirs)) for label, mine, theirs in ROWS}
 
-    print(f"Warm exports in one process, medians of {options.runs} runs, torch {torch.__version__}, 1 thread; "
-          f"warm_up() took {warm_up_seconds:.2f} s. Each cell: onnxlens / stock (ratio).\n")
+    print(f"Warm exports in one process, medians of {options.runs} runs, {options.clock} time, torch {torch.__version__}, "
+          f"1 thread; warm_up() took {warm_up_seconds:.2f} s. Each cell: onnxlens / stock (ratio).\n")
     print("| step | " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * len(columns))
     for label, _, _ in ROWS:

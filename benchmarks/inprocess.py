@@ -7,10 +7,10 @@
         per model: warm stock torch.onnx.export(dynamo=True), torch.export alone, and the
         onnxlens Pipeline in-process (warm, cached tables), with and without verification
 
-    python benchmarks/inprocess.py stock WORKSPACE MODEL_JSON RUNS
+    python benchmarks/inprocess.py stock WORKSPACE MODEL_JSON
         warm stock only, as a user re-running an export in a live process: the model built once,
-        one untimed export, then RUNS timed ones (export + save, or until it raises); prints
-        the times, the outcome and the process's peak RSS
+        one untimed export, then one timed export + save (or until it raises) per line read from
+        stdin; prints a JSON line per export: its time, outcome and the process's peak RSS
 
 MODEL_JSON: {"name", "model", "inputs", "dynamic_shapes"} with FILE.py:CALLABLE references, and
 optionally "optimize": false (the stock call's `optimize`; meta-device models need it off).
@@ -74,7 +74,9 @@ def cold(root: str, model: dict, out: str) -> None:
     print(json.dumps({"saved_at": time.time(), "outcome": outcome}))
 
 
-def stock(root: str, model: dict, runs: int) -> None:
+def stock(root: str, model: dict) -> None:
+    """Served: one timed export + save per line read from stdin, its JSON printed at once (the
+    caller interleaves these with onnxlens's saves, so both see the machine in the same state)."""
     import resource
 
     sys.path.insert(0, root)
@@ -85,13 +87,12 @@ def stock(root: str, model: dict, runs: int) -> None:
         return _outcome(lambda: _stock_export(module, args, shapes, path, model.get("optimize", True)))
 
     export()  # the first export in a process pays its lazy initialisation
-    seconds, outcomes = [], set()
-    for _ in range(runs):
+    print(json.dumps({"ready": True}), flush=True)
+    for _ in sys.stdin:
         start = time.perf_counter()
-        outcomes.add(export())
-        seconds.append(time.perf_counter() - start)
-    print(json.dumps({"seconds": seconds, "outcome": " / ".join(sorted(outcomes)),
-                      "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+        outcome = export()
+        print(json.dumps({"seconds": time.perf_counter() - start, "outcome": outcome,
+                          "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}), flush=True)
 
 
 def _median_of(runs: int, action) -> dict[str, float]:
@@ -142,6 +143,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "cold":
         cold(sys.argv[2], json.loads(sys.argv[3]), sys.argv[4])
     elif sys.argv[1] == "stock":
-        stock(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]))
+        stock(sys.argv[2], json.loads(sys.argv[3]))
     else:
         warm(sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4]))

@@ -19,11 +19,12 @@ client's clock from the save:
   first that holds an error on the responsible line);
 * done: the `onnxlens/exportStatus` notification that the export finished.
 
-Stock, in subprocesses of this run (benchmarks/inprocess.py), the same model and inputs:
-* warm: `torch.onnx.export(..., dynamo=True)` + save again in a process that exported once
+Stock, in subprocesses of this run (benchmarks/inprocess.py), the same model and inputs, run by
+run right after each onnxlens save (the machine's slow moments hit both sides of a run alike):
+* warm: `torch.onnx.export(..., dynamo=True)` + save again in a live process that exported once
   (the model built once), until saved or raised;
-* cold: a fresh `python` that imports torch, builds the model and exports (start -> saved or
-  raised).
+* cold (the first --cold-runs runs): a fresh `python` that imports torch, builds the model and
+  exports (start -> saved or raised).
 The meta-device Llama is compared with stock `optimize=False` (stock's default fails on meta
 weights: constant folding reads data).
 
@@ -112,25 +113,39 @@ def line_of(path: Path, text: str) -> int:
 
 # -- stock ----------------------------------------------------------------------------------------
 
-def stock_warm(root: Path, target: Target, runs: int) -> dict:
-    done = subprocess.run([sys.executable, str(INPROCESS), "stock", str(root), target.model_json(), str(runs)],
+class WarmStock:
+    """A live process exporting `target` with stock torch.onnx.export once per `run()` (the model
+    built and exported once first): a user re-running an export in a warm process."""
+
+    def __init__(self, root: Path, target: Target) -> None:
+        self.process = subprocess.Popen([sys.executable, str(INPROCESS), "stock", str(root), target.model_json()],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._read()  # ready: built and exported once
+
+    def _read(self) -> dict:
+        for line in self.process.stdout:
+            if line.startswith("{"):
+                return json.loads(line)
+        raise RuntimeError(f"the stock process ended (exit status {self.process.wait()})")
+
+    def run(self) -> dict:
+        self.process.stdin.write("run\n")
+        self.process.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+
+
+def stock_cold_once(root: Path, target: Target, run: int) -> dict:
+    """A fresh python process from start to the .onnx saved (or the export raised)."""
+    start = time.time()
+    done = subprocess.run([sys.executable, str(INPROCESS), "cold", str(root), target.model_json(),
+                           str(root / f"cold-{target.name}-{run}.onnx")],
                           capture_output=True, text=True, check=True)
     data = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"seconds": statistics.median(data["seconds"]), "runs": data["seconds"], "outcome": data["outcome"],
-            "max_rss": data["max_rss"]}
-
-
-def stock_cold(root: Path, target: Target, runs: int) -> dict:
-    walls, outcomes = [], set()
-    for run in range(runs):
-        start = time.time()
-        done = subprocess.run([sys.executable, str(INPROCESS), "cold", str(root), target.model_json(),
-                               str(root / f"cold-{target.name}-{run}.onnx")],
-                              capture_output=True, text=True, check=True)
-        data = json.loads(done.stdout.strip().splitlines()[-1])
-        walls.append(data["saved_at"] - start)
-        outcomes.add(data["outcome"])
-    return {"seconds": statistics.median(walls), "runs": walls, "outcome": " / ".join(sorted(outcomes))}
+    return {"seconds": data["saved_at"] - start, "outcome": data["outcome"]}
 
 
 # -- onnxlens through the language server ---------------------------------------------------------
@@ -190,7 +205,9 @@ async def _peak_child_memory(client: Client, root: Path, target: Target, zygote:
     return {"child_peak_rss": peak_rss, "child_peak_uss": peak_uss}
 
 
-async def through_lsp(root: Path, targets: list[Target], runs: int) -> dict:
+async def through_lsp(root: Path, targets: list[Target], runs: int, cold_runs: int) -> dict:
+    """Per target and run, interleaved: a save through the language server, a warm stock export,
+    and (the first `cold_runs` runs) a cold stock process: the three see the machine alike."""
     client = await Client.launch(root, editor=None, experimental={"onnxlens": {"exportStatus": True}})
     results: dict = {}
     try:
@@ -201,18 +218,42 @@ async def through_lsp(root: Path, targets: list[Target], runs: int) -> dict:
         results["zygote_rss_start"] = zygote.memory_info().rss
         for target in targets:
             await _save_and_time(client, root, target, -1)  # this target's imports preloaded by the zygote
-            timed = [await _save_and_time(client, root, target, run) for run in range(runs)]
-            row = {"first": statistics.median(t["first"] for t in timed), "done": statistics.median(t["done"] for t in timed),
-                   "runs": timed}
+            stock = WarmStock(root, target)
+            try:
+                timed, warm, cold = [], [], []
+                for run in range(runs):
+                    timed.append(await _save_and_time(client, root, target, run))
+                    warm.append(stock.run())
+                    if run < cold_runs:
+                        cold.append(stock_cold_once(root, target, run))
+            finally:
+                stock.close()
+            row = _row(timed, warm, cold)
             row.update(await _peak_child_memory(client, root, target, zygote))
             results[target.name] = row
-            print(f"onnxlens {target.name}: first {row['first']:.2f} s, done {row['done']:.2f} s, "
-                  f"child peak RSS {row['child_peak_rss'] / 2**20:.0f} MB", flush=True)
+            print(f"{target.name}: first {row['first']:.2f} s, done {row['done']:.2f} s, warm stock {row['warm']:.2f} s, "
+                  f"cold stock {row['cold']:.2f} s, child peak RSS {row['child_peak_rss'] / 2**20:.0f} MB", flush=True)
         results["zygote_rss_end"] = psutil.Process(stats["worker_pid"]).memory_info().rss
         results["worker_pid"] = stats["worker_pid"]
     finally:
         await client.close()
     return results
+
+
+def _row(timed: list[dict], warm: list[dict], cold: list[dict]) -> dict:
+    """Medians, and the ratios as medians of each run's own ratio (stock ÷ onnxlens, run by run:
+    a slow moment of the machine slows both sides of one run)."""
+    median = statistics.median
+    return {
+        "first": median(t["first"] for t in timed), "done": median(t["done"] for t in timed),
+        "warm": median(w["seconds"] for w in warm), "cold": median(c["seconds"] for c in cold),
+        "first_vs_warm": median(w["seconds"] / t["first"] for t, w in zip(timed, warm)),
+        "first_vs_cold": median(c["seconds"] / t["first"] for t, c in zip(timed, cold)),
+        "done_vs_warm": median(w["seconds"] / t["done"] for t, w in zip(timed, warm)),
+        "stock_outcome": " / ".join(sorted({w["outcome"] for w in warm} | {c["outcome"] for c in cold})),
+        "stock_max_rss": max(w["max_rss"] for w in warm),
+        "runs": {"onnxlens": timed, "warm_stock": warm, "cold_stock": cold},
+    }
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -225,27 +266,28 @@ def _mb(size: float) -> str:
     return f"{size / 2**20:,.0f} MB"
 
 
-def _x(stock: float, ours: float) -> str:
-    return f"{stock / ours:.1f}×"
+def _x(ratio: float) -> str:
+    return f"{ratio:.1f}×"
 
 
-def table(targets: list[Target], ours: dict, warm: dict, cold: dict, runs: int, cold_runs: int) -> str:
+def table(targets: list[Target], ours: dict, runs: int, cold_runs: int) -> str:
     lines = [
         "# Real-size saves through the language server",
         "",
         f"`.venv/bin/python -m benchmarks.real_size --runs {runs} --cold-runs {cold_runs}`, "
-        f"{time.strftime('%Y-%m-%d')}. Medians; onnxlens runs: {runs}, warm stock: {runs}, cold stock: {cold_runs}. "
-        "Ratios are stock ÷ onnxlens (above 1: onnxlens answers sooner).",
+        f"{time.strftime('%Y-%m-%d')}. Medians; onnxlens runs: {runs}, warm stock: {runs}, cold stock: {cold_runs}, "
+        "interleaved run by run. Ratios are stock ÷ onnxlens (above 1: onnxlens answers sooner), the median "
+        "of each run's own ratio.",
         "",
         "| target | onnxlens: save → first diagnostic | save → done | warm stock | cold stock | "
         "first diagnostic vs warm / cold | done vs warm | stock outcome |",
         "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for target in targets:
-        row, w, c = ours[target.name], warm[target.name], cold[target.name]
-        lines.append(f"| {target.name} | {_s(row['first'])} | {_s(row['done'])} | {_s(w['seconds'])} | {_s(c['seconds'])} | "
-                     f"{_x(w['seconds'], row['first'])} / {_x(c['seconds'], row['first'])} | {_x(w['seconds'], row['done'])} | "
-                     f"{w['outcome']} |")
+        row = ours[target.name]
+        lines.append(f"| {target.name} | {_s(row['first'])} | {_s(row['done'])} | {_s(row['warm'])} | {_s(row['cold'])} | "
+                     f"{_x(row['first_vs_warm'])} / {_x(row['first_vs_cold'])} | {_x(row['done_vs_warm'])} | "
+                     f"{row['stock_outcome']} |")
     lines += [
         "",
         "## Memory",
@@ -259,7 +301,7 @@ def table(targets: list[Target], ours: dict, warm: dict, cold: dict, runs: int, 
     for target in targets:
         row = ours[target.name]
         lines.append(f"| {target.name} | {_mb(row['child_peak_rss'])} | {_mb(row['child_peak_uss'])} | "
-                     f"{_mb(warm[target.name]['max_rss'])} |")
+                     f"{_mb(row['stock_max_rss'])} |")
     lines += ["", "## Targets", ""]
     lines += [f"* **{t.name}**: {t.note}." for t in targets]
     lines += [
@@ -293,19 +335,13 @@ def main() -> None:
     options = parser.parse_args()
     targets = [t for t in TARGETS if not options.only or t.name in options.only.split(",")]
     root = workspace(targets)
-    ours = asyncio.run(through_lsp(root, targets, options.runs))
-    warm, cold = {}, {}
-    for target in targets:
-        warm[target.name] = stock_warm(root, target, options.runs)
-        cold[target.name] = stock_cold(root, target, options.cold_runs)
-        print(f"stock {target.name}: warm {warm[target.name]['seconds']:.2f} s, cold {cold[target.name]['seconds']:.2f} s "
-              f"({warm[target.name]['outcome']})", flush=True)
-    text = table(targets, ours, warm, cold, options.runs, options.cold_runs)
+    ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
+    text = table(targets, ours, options.runs, options.cold_runs)
     if options.no_write:
         print(text)
         return
     (HERE / "REAL_SIZE.md").write_text(text)
-    (HERE / "real_size.json").write_text(json.dumps({"onnxlens": ours, "warm_stock": warm, "cold_stock": cold}, indent=1))
+    (HERE / "real_size.json").write_text(json.dumps(ours, indent=1))
     print(text)
 
 

@@ -5,7 +5,10 @@ message: a dict with a "type" key. Torch-free: the server imports this module.
 
 Zygote -> server:
     hello    {protocol, pid, python}                     first frame, before torch is imported
-    ready    {versions, seconds}                         torch imported, pipeline warmed up
+    ready    {versions, seconds, adapter}                torch imported, pipeline warmed up; adapter:
+                                                         {name, fallback}: the adapter of torch's
+                                                         internals in use (torch_internals/), why the
+                                                         public path runs although one was chosen
     fatal    {message}                                   the zygote cannot serve (then it exits)
     started  {id, pid}                                   a child was forked for job `id`
     event    {id, event}                                 a progress event of the pipeline

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
+# TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
+SOURCE_PATH_MODES = ("absolute", "relative", "none")
+
 STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "verify", "save")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).
@@ -31,6 +34,7 @@ CODES: dict[str, str] = {
     "onnx-checker": "error",
     "mismatch": "warning",
     "weights-free": "info",
+    "torch-version": "info",
     "timeout": "error",
     "crash": "error",
 }
@@ -138,6 +142,7 @@ class TargetSpec(Plain):
     input_names: list[str] | None = None
     output_names: list[str] | None = None
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
+    source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/source_paths.py)
 
     @property
     def graph_output(self) -> str:

@@ -6,8 +6,9 @@ the key it was computed under. The key is the sha256 of
   imported, plus the files its references name),
 * the TargetSpec (every option, the output paths),
 * the versions of torch, onnx, onnxscript, onnxruntime and onnxlens in the worker's interpreter
-  (read with importlib.metadata, never by importing torch), and the source of onnxlens's own
-  exporter package (so an edited onnxlens does not serve stale results).
+  (read with importlib.metadata, never by importing torch), the adapter of torch's internals they
+  select (exporter/torch_internals/: a forced version takes another path), and the source of
+  onnxlens's own exporter package (so an edited onnxlens does not serve stale results).
 
 A result whose closure is unknown (the export died before importing anything) is not cached.
 Timeouts and crashes are not cached either: they can depend on the machine's load. A corrupt or
@@ -20,18 +21,17 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
-import sys
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import msgpack
 
 from onnxlens.exporter import references
 from onnxlens.exporter.atomic import write_bytes
 from onnxlens.exporter.types import ExportResult, TargetSpec
-from onnxlens.exporter.versions import VERSIONS_SCRIPT, exporter_source_digest, installed_versions
+from onnxlens.exporter.torch_internals import adapter_in
+from onnxlens.exporter.versions import exporter_source_digest, interpreter_versions
 
 log = logging.getLogger("onnxlens.cache")
 
@@ -62,21 +62,16 @@ def referenced_files(spec: TargetSpec) -> set[str]:
 
 
 class ResultCache:
-    def __init__(self, python: str) -> None:
+    def __init__(self, python: str, env: Mapping[str, str] | None = None) -> None:
+        """`python`, `env`: the worker's interpreter and environment (None: ours)."""
         self.python = python
+        self.env = env
 
     @cached_property
     def versions(self) -> dict[str, Any]:
-        """Package versions of the worker's interpreter, without importing torch."""
-        if os.path.realpath(self.python) == os.path.realpath(sys.executable):
-            versions = installed_versions()
-        else:
-            try:
-                out = subprocess.run([self.python, "-c", VERSIONS_SCRIPT], capture_output=True,
-                                     text=True, timeout=60, check=True).stdout
-                versions = json.loads(out)
-            except (OSError, subprocess.SubprocessError, ValueError):
-                versions = {"unknown-interpreter": self.python}
+        """Package versions of the worker's interpreter (without importing torch), its adapter."""
+        versions: dict[str, Any] = dict(interpreter_versions(self.python))
+        versions["torch-adapter"] = adapter_in(versions.get("torch"), self.env)
         versions["onnxlens-exporter-source"] = exporter_source_digest()
         return versions
 

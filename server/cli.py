@@ -1,4 +1,5 @@
-"""`onnxlens` command line: `onnxlens serve` (LSP on stdio) and `onnxlens check` (CI).
+"""`onnxlens` command line: `onnxlens serve` (LSP on stdio), `onnxlens check` (CI) and
+`onnxlens --version` (onnxlens, the ONNX stack, the worker's interpreter, the torch adapter).
 
 `onnxlens check` exports the workspace's targets through the same ExportService the language
 server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.exporter.versions import installed_versions, version_lines
 from onnxlens.server.config import Workspace, find_config, load_workspace
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line
 
@@ -40,11 +42,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
+class _Versions(argparse.Action):
+    """`--version`: read when asked (package metadata of the worker's interpreter, no torch import)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show onnxlens's, torch's and the ONNX stack's versions, the worker's "
+                              "interpreter and the torch adapter, and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print("\n".join(version_lines(installed_versions(), sys.executable)))
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="onnxlens",
         description="See ONNX export problems on your own source lines.",
     )
+    # The worker runs in this interpreter (ExportService's default; the editors start `onnxlens
+    # serve` with the user's interpreter).
+    parser.add_argument("--version", action=_Versions)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("serve", help="run the language server on stdio")
     check = sub.add_parser(

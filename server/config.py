@@ -7,6 +7,7 @@ left out of `Workspace.targets`; the other targets stay exportable.
 
 Keys (docs/configuration.md), global and per target where marked:
     output-dir (global), verify*, timeout*, opset*, memory-limit* (MB; an onnxlens extension),
+    source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import Finding, Location, Related, TargetSpec
+from onnxlens.exporter.types import SOURCE_PATH_MODES, Finding, Location, Related, TargetSpec
 from onnxlens.server.toml_locations import Span, TableSite, scan_tables
 
 CONFIG_NAMES = ("onnxlens.toml", "pyproject.toml")
@@ -120,6 +121,12 @@ def _check_bool(key: str, value: Any) -> str | None:
     return None if isinstance(value, bool) else _wrong(key, "true or false", value)
 
 
+def _check_choice(*choices: str) -> Callable[[str, Any], str | None]:
+    def check(key: str, value: Any) -> str | None:
+        return None if value in choices else _wrong(key, " or ".join(f'"{c}"' for c in choices), value)
+    return check
+
+
 def _check_seconds(key: str, value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return _wrong(key, "a positive number of seconds", value)
@@ -176,6 +183,7 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "timeout": _check_seconds,
     "opset": _check_positive_int("a positive integer (an ONNX opset version)"),
     "memory-limit": _check_positive_int("a positive integer (megabytes)"),
+    "source-paths": _check_choice(*SOURCE_PATH_MODES),
 }
 GLOBAL_CHECKS = {"output-dir": _check_string, **_SHARED_CHECKS}
 TARGET_CHECKS = {
@@ -420,6 +428,7 @@ class _Loader:
             input_names=values.get("input-names"),
             output_names=values.get("output-names"),
             memory_limit_mb=setting("memory-limit", None),
+            source_paths=setting("source-paths", "absolute"),
         )
 
 

@@ -19,6 +19,7 @@ import time
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
+from onnxlens.exporter.versions import version_lines
 from onnxlens.server.cache import ResultCache
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
@@ -36,7 +37,7 @@ class ExportService:
         self.python = python or sys.executable
         self.root = root
         self.env = env
-        self.cache = ResultCache(self.python)
+        self.cache = ResultCache(self.python, env)
         self._slots = asyncio.Semaphore(self.jobs)
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced, finishing their last jobs
@@ -56,6 +57,11 @@ class ExportService:
     async def start(self) -> None:
         """Start the worker in the background; returns at once."""
         await self._current_worker()
+
+    def version_lines(self) -> list[str]:
+        """onnxlens, the worker interpreter's ONNX stack, that interpreter and the torch adapter
+        it selects (exporter/versions.py: what `onnxlens --version` says; no torch import)."""
+        return version_lines(self.cache.versions, self.python, self.env)
 
     def cached(self, spec: TargetSpec) -> ExportResult | None:
         """The cached result of `spec` if its files are unchanged (fast; no worker needed)."""

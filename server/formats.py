@@ -37,6 +37,7 @@ CODE_DESCRIPTIONS = {
     "onnx-checker": "onnx.checker rejected the exported model.",
     "mismatch": "onnxruntime and torch outputs differ past tolerance.",
     "weights-free": "The model's weights have no data (meta device): only its graph was exported.",
+    "torch-version": "The installed torch has no onnxlens adapter: exported with the public torch.onnx.export.",
     "timeout": "The export job exceeded its time limit.",
     "crash": "The export process died.",
 }
@@ -47,7 +48,7 @@ CODE_HELP = {
     "translation": "https://pytorch.org/docs/stable/onnx_dynamo.html",
     "onnx-checker": "https://onnx.ai/onnx/api/checker.html",
 }
-# Severities as SARIF levels: an `info` finding (weights-free) is a SARIF "note".
+# Severities as SARIF levels: an `info` finding (weights-free, torch-version) is a SARIF "note".
 SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 

@@ -104,6 +104,8 @@ class Worker:
         self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
+        # The adapter of torch's internals the zygote uses: {"name", "fallback"} (protocol.py).
+        self.adapter: dict[str, str | None] = {}
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_KEPT)
@@ -276,6 +278,7 @@ class Worker:
                 self._hello.set_result(message)  # type: ignore[union-attr]
         elif kind == "ready":
             self.versions = message.get("versions") or {}
+            self.adapter = message.get("adapter") or {}
             if not self._ready.done():  # type: ignore[union-attr]
                 self._ready.set_result(None)  # type: ignore[union-attr]
         elif kind == "preloaded":

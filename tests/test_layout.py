@@ -7,6 +7,10 @@
   statically (every import statement of every module, however deep in a function) and by
   importing in a fresh interpreter (transitive imports of third-party packages count too).
 * The packages the source tree has are the packages pyproject.toml ships.
+* torch's private modules (torch.onnx._internal, torch._export, torch._dynamo, torch._subclasses,
+  torch.fx.experimental, the private functions of torch.export's modules ...) are used in one
+  package only, the adapter of torch's internals (exporter/torch_internals/): statically, every
+  import and every attribute read through a name bound to torch.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import ast
 import pkgutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -162,3 +167,97 @@ def test_pyproject_ships_every_package_of_the_source_tree():
     shipped = set(config["packages"])
     packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
     assert packages == shipped, f"missing from pyproject: {packages - shipped}; not in the tree: {shipped - packages}"
+
+
+ADAPTER_PACKAGE = "onnxlens.exporter.torch_internals"
+# Public by name, private in fact: the issue's list of torch's internals.
+_PRIVATE_TORCH_PACKAGES = ("torch.fx.experimental",)
+
+
+def _is_private(dotted: str) -> bool:
+    """A dotted torch name with a private part: `torch._ops`, `torch.onnx._internal.exporter`,
+    `torch.fx.proxy._STACK_TRACE_ANCHORS`, `torch.fx.experimental.symbolic_shapes` (dunders
+    such as `torch.__version__` are public)."""
+    parts = dotted.split(".")
+    if parts[0] not in ("torch", "functorch"):
+        return False
+    if any(dotted == package or dotted.startswith(package + ".") for package in _PRIVATE_TORCH_PACKAGES):
+        return True
+    return any(part.startswith("_") and not (part.startswith("__") and part.endswith("__")) for part in parts[1:])
+
+
+def private_torch_uses(source: str) -> list[str]:
+    """Every private torch name `source` reaches: in imports (`from torch.onnx._internal ...`,
+    `from torch.export.exported_program import _split...`), and in attribute chains read through
+    a name bound to a torch module (`torch._ops.OpOverload`, `proxy._STACK_TRACE_ANCHORS` after
+    `from torch.fx import proxy`), imports inside functions included."""
+    tree = ast.parse(source)
+    bound: dict[str, str] = {}  # local name -> the torch name it stands for
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_private(alias.name):
+                    found.append(alias.name)
+                if alias.name.split(".")[0] in ("torch", "functorch"):
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            for alias in node.names:
+                name = f"{node.module}.{alias.name}"
+                if _is_private(name):
+                    found.append(name)
+                if node.module.split(".")[0] in ("torch", "functorch"):
+                    bound[alias.asname or alias.name] = name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = []
+            item: ast.AST = node
+            while isinstance(item, ast.Attribute):
+                chain.append(item.attr)
+                item = item.value
+            if isinstance(item, ast.Name) and item.id in bound:
+                dotted = ".".join([bound[item.id], *reversed(chain)])
+                if _is_private(dotted):
+                    found.append(dotted)
+    return sorted(set(found))
+
+
+def test_the_private_torch_finder_finds_each_kind_of_use():
+    source = textwrap.dedent("""
+        import torch
+        import torch.fx.experimental.symbolic_shapes
+        from torch.onnx._internal.exporter import _core
+        from torch.export.exported_program import _split_decomp_table_to_cia_and_python_decomp
+        from torch.fx import proxy
+        import torch.utils as utils
+
+        def inside():
+            from torch._subclasses.fake_tensor import is_fake
+            return torch._ops.OpOverload, proxy._STACK_TRACE_ANCHORS, utils._pytree, torch.__version__, torch.fx.Node
+    """)
+    assert private_torch_uses(source) == sorted([
+        "torch.fx.experimental.symbolic_shapes", "torch.onnx._internal.exporter._core",
+        "torch.export.exported_program._split_decomp_table_to_cia_and_python_decomp",
+        "torch._subclasses.fake_tensor.is_fake", "torch._ops", "torch._ops.OpOverload",
+        "torch.fx.proxy._STACK_TRACE_ANCHORS", "torch.utils._pytree"])
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.startswith(ADAPTER_PACKAGE)))
+def test_only_the_adapter_package_uses_private_torch_modules(module):
+    uses = private_torch_uses(MODULES[module].read_text(encoding="utf-8"))
+    assert not uses, f"{module} uses torch internals outside {ADAPTER_PACKAGE}: {uses}"
+
+
+def test_the_adapter_package_is_where_torch_internals_are():
+    # Sanity: the rule above is not vacuous; the reference adapter does use them.
+    assert private_torch_uses(MODULES[f"{ADAPTER_PACKAGE}.torch_2_13"].read_text(encoding="utf-8"))
+    assert not private_torch_uses(MODULES[f"{ADAPTER_PACKAGE}.public"].read_text(encoding="utf-8"))
+
+
+def test_the_adapter_choice_is_torch_free():
+    # The server names the worker's adapter (onnxlens --version, its log, the cache key).
+    assert not _imports("onnxlens.exporter.torch_internals", ("torch",))
+    assert not _imports("onnxlens.exporter.versions", ("torch",))

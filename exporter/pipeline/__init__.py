@@ -7,11 +7,14 @@ Each stage is one module with a `run(job)` over the typed `Job` (job.py).
 
 The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True, ...)` step by
 step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
-version conversion, optimize, renames, save with external data), so the files are
+version conversion, optimize, renames, save with external data), asked of the adapter of the
+installed torch's internals (torch_internals/), so the files are
 byte-identical to the public API's; what differs is what happens on failure: every problem is
 reported, on the user's line, and nothing is written. A model whose weights have no data (meta
 device, FakeTensors: weights.py) takes the same path without the steps that read weights and
-ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so.
+ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so. A torch
+without an adapter takes the public path (PUBLIC_STAGE_ORDER, public_export.py) with a
+`torch-version` note on every export.
 
 Never raises: our own bugs become findings of the stage they happened in (errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -29,6 +32,7 @@ import onnxlens.exporter.pipeline.check as check
 import onnxlens.exporter.pipeline.decompose as decompose
 import onnxlens.exporter.pipeline.load as load
 import onnxlens.exporter.pipeline.optimize as optimize
+import onnxlens.exporter.pipeline.public_export as public_export
 import onnxlens.exporter.pipeline.save as save
 import onnxlens.exporter.pipeline.scan as scan
 import onnxlens.exporter.pipeline.translate as translate
@@ -37,6 +41,7 @@ import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.pipeline.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import EventSink, ExportResult, ProgressEvent, TargetSpec
 
 
@@ -62,6 +67,19 @@ STAGE_ORDER = (
     Stage("save", save.run, False),
 )
 
+# A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
+# capture, decompose, scan, translate and optimize stages in one call (public_export.py); it
+# sets torch.onnx.is_in_onnx_export() itself. No verification: it needs the adapter's pieces.
+PUBLIC_STAGE_ORDER = (
+    Stage("load", load.run, False),
+    Stage("translate", public_export.run, False, settles=True),
+    Stage("check", check.run, False),
+    Stage("save", save.run, False),
+)
+
+# The stages this process runs: the full pipeline with an adapter for its torch, else the public path.
+STAGES_RUN = STAGE_ORDER if internals.FULL else PUBLIC_STAGE_ORDER
+
 
 def _ignore(event: ProgressEvent) -> None:
     pass
@@ -72,7 +90,10 @@ class Pipeline:
         self.tables = Tables()
 
     def warm_up(self) -> None:
-        """One tiny export in memory: builds the tables and pays torch's lazy first-export costs."""
+        """One tiny export in memory: builds the tables and pays torch's lazy first-export costs
+        (on the public path there are no tables: the worker's warm-up export pays the rest)."""
+        if not internals.FULL:
+            return
         import torch
 
         model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
@@ -90,7 +111,8 @@ class Pipeline:
         """The tables brought up to date with the ops torch knows now: after imports that
         register ops or op namespaces (the zygote's library preloading), so that forked
         children do not each rebuild them (tables.py)."""
-        self.tables.refresh()
+        if internals.FULL:
+            self.tables.refresh()
 
     def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
         """The whole export, its report and program dump written (in-process callers)."""
@@ -103,10 +125,11 @@ class Pipeline:
         named but not written yet: `artifacts.write(job)` does that, after a worker child has
         sent the result the editor waits for."""
         start = time.perf_counter()
-        _counters_as_in_a_fresh_process()
+        if internals.FULL:  # the public path cannot reach the counter: its files may differ in those names
+            _counters_as_in_a_fresh_process()
         job = Job(spec, self.tables, on_event)
         try:
-            for stage in STAGE_ORDER:
+            for stage in STAGES_RUN:
                 with job.running(stage.name, settles=stage.settles), _onnx_exporting(stage.exporting):
                     stage.run(job)
         except Stop:
@@ -122,6 +145,8 @@ class Pipeline:
                 result.closure = job.loader.closure()
             if job.weights_free is not None:
                 _note_weights_free(job)
+            if not internals.FULL:
+                result.findings.append(public_export.notice(job))
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None
@@ -150,10 +175,7 @@ def _counters_as_in_a_fresh_process() -> None:
     text for tracebacks; nothing reads them any more.)"""
     import linecache
 
-    from torch.fx.graph_module import _loader
-
-    _loader.next_id = 0
-    _loader.eval_cache.clear()
+    internals.reset_codegen_counter()
     for name in [name for name in linecache.cache if name.startswith("<eval_with_key>")]:
         del linecache.cache[name]
 
@@ -164,10 +186,5 @@ def _onnx_exporting(exporting: bool) -> Iterator[None]:
     if not exporting:
         yield
         return
-    from torch.onnx._internal.exporter import _flags
-
-    _flags._is_onnx_exporting = True
-    try:
+    with internals.onnx_exporting():
         yield
-    finally:
-        _flags._is_onnx_exporting = False

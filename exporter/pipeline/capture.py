@@ -16,9 +16,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import torch
-from torch.onnx._internal.exporter import _capture_strategies
-
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
                                          is_user_code, locate)
 import onnxlens.exporter.pipeline.outputs as outputs
@@ -27,6 +24,7 @@ from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Fix, Location
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
@@ -37,12 +35,6 @@ _BLAME_RE = re.compile(r'The following call raised this error:\s*\n\s*File "(.+?
 DATA_DEPENDENT_LEAD = ("data-dependent: this line needs the value of a tensor, which torch.export does not "
                        "know while tracing (branch with torch.cond or compute both sides with torch.where; "
                        "state known facts with torch._check(...))")
-
-STRATEGIES = (
-    ("non-strict", _capture_strategies.TorchExportNonStrictStrategy),
-    ("strict", _capture_strategies.TorchExportStrictStrategy),
-)
-
 
 @dataclass
 class Attempt:
@@ -60,15 +52,15 @@ class Capture:
 def capture(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any,
             log: Callable[[str], None]) -> Capture:
     result = Capture()
-    for name, strategy_class in STRATEGIES:
-        outcome = strategy_class(verbose=False)(model, args, kwargs, dynamic_shapes=dynamic_shapes)
-        if outcome.success:
-            result.program, result.strategy = outcome.exported_program, name
+    for name in internals.CAPTURE_STRATEGIES:
+        outcome = internals.capture(name, model, args, kwargs, dynamic_shapes)
+        if outcome.program is not None:
+            result.program, result.strategy = outcome.program, name
             if result.attempts:
                 log(f"captured with torch.export {name} after: " + "; ".join(
                     f"{a.strategy}: {_headline(a.error)}" for a in result.attempts))
             return result
-        result.attempts.append(Attempt(name, outcome.exception))
+        result.attempts.append(Attempt(name, outcome.error))
     return result
 
 
@@ -87,7 +79,7 @@ def run(job: Job) -> None:
     job.error = captured.attempts[0].error if captured.attempts else None
     unflattenable = outputs.unflattenable_type([attempt.error for attempt in captured.attempts])
     # Only when no strategy found a line of the user's code (strict may name the user's return).
-    if unflattenable is not None and not any(locate(_user_frames(attempt.error, job.workspace), job.workspace).location
+    if unflattenable is not None and not any(locate(user_frames(attempt.error, job.workspace), job.workspace).location
                                              for attempt in captured.attempts):
         explained = _output_finding(job, captured, unflattenable)
         if explained is not None:
@@ -115,7 +107,7 @@ def _output_finding(job: Job, captured: Capture, type_name: str) -> Finding | No
 
 def is_data_dependent(error: BaseException) -> bool:
     for item in exception_chain(error):
-        if isinstance(item, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode):
+        if internals.is_data_dependent_guard(item):
             return True
         if "data-dependent" in (getattr(item, "gb_type", "") or "").lower():
             return True
@@ -124,20 +116,12 @@ def is_data_dependent(error: BaseException) -> bool:
 
 def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[tuple[str, str, list[Frame]]]:
     """(failure type, description, frames outermost first) for each problem draft_export saw."""
-    from torch._logging.structured import INTERN_TABLE
-
-    program = torch.export.draft_export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-    report = getattr(program, "_report", None)
-    del program  # never shipped: it bakes in the example's branch
-    if report is None:
-        return []
-    files = {number: name for name, number in INTERN_TABLE.items()}
+    failures, files = internals.draft_export_failures(model, args, kwargs, dynamic_shapes)
     problems = []
-    for failure in report.failures:
-        kind = getattr(failure.failure_type, "name", str(failure.failure_type))
+    for failure in failures:
+        kind, data = failure.kind, failure.data
         if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             continue
-        data = failure.data or {}
         frames = from_user_stack(data.get("user_stack"), files)
         if kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
@@ -194,7 +178,7 @@ def _key(finding: Finding) -> tuple:
 def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
     """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
-    place = locate(_user_frames(error, workspace), workspace)
+    place = locate(user_frames(error, workspace), workspace)
     located = place.location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
     if is_data_dependent(error):
@@ -213,7 +197,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     return finding, located
 
 
-def _user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
+def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
     """The call chain of the failure, outermost first, from the best source available."""
     for item in exception_chain(error):
         # dynamo knows the user's stack when tracing (strict mode).

@@ -12,6 +12,7 @@ from typing import Any
 from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import restore_stock_traces
+from onnxlens.exporter.torch_internals.active import internals
 
 
 def run(job: Job) -> None:
@@ -23,20 +24,6 @@ def run(job: Job) -> None:
 
 
 def decompose(program: Any, tables: Any) -> Any:
-    """`_core._prepare_exported_program_for_export`, with the decomposition tables given."""
-    import torch
-    from torch.export import exported_program as _exported_program
-    from torch.onnx._internal.exporter import _fx_passes
-
-    def run_decompositions() -> Any:
-        return _exported_program._decompose_exported_program(
-            program, cia_to_decomp=tables.cia_to_decomp, python_decomp_table=tables.python_decomp_table,
-            joint_loss_index=None, decompose_custom_triton_ops=False)
-
-    with torch.fx.experimental._config.patch(backed_size_oblivious=True):
-        decomposed = _exported_program._disable_prexisiting_fake_mode(run_decompositions)()
-        graph_module = decomposed.graph_module
-        _fx_passes.insert_type_promotion_nodes(graph_module)
-        graph_module = _fx_passes.remove_assertion_nodes(graph_module)
-        decomposed._graph_module = graph_module
-    return decomposed
+    """`_core._prepare_exported_program_for_export`, with the decomposition tables given
+    (tables.py's DecompositionTables)."""
+    return internals.decompose(program, tables.cia_to_decomp, tables.python_decomp_table, tables.recorded_override)

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     import onnx
     from torch.export import ExportedProgram
     from torch.onnx import ONNXProgram
-    from torch.onnx._internal.exporter._registration import ONNXRegistry
 
     from onnxlens.exporter.pipeline.loader import LoadedTarget, Loader
     from onnxlens.exporter.pipeline.stacks import HelperFrames
@@ -51,7 +50,7 @@ class Job:
     # load
     loader: Loader | None = None
     target: LoadedTarget | None = None
-    registry: ONNXRegistry | None = None  # a private copy: custom translations go there
+    registry: Any = None  # torch.onnx's ONNXRegistry, a private copy: custom translations go there
     custom_key: tuple[str, ...] = ()  # which ops the custom translations cover (tables.custom_table_key)
     opset: int = 0
     raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes

@@ -13,12 +13,12 @@ import onnxlens.exporter.pipeline.loader as loading
 import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding
 
 
 def run(job: Job) -> None:
     import torch
-    from torch.onnx._internal.exporter import _dynamic_shapes
 
     spec = job.spec
     loading.forget_workspace_modules(job.workspace)
@@ -61,10 +61,13 @@ def run(job: Job) -> None:
         job.log(f"{spec.name}: weights-free model ({job.weights_free.describe()}): "
                 "exporting the graph only, without optimization or verification")
     job.raw_dynamic_shapes = dynamic_shapes  # string dims name the ONNX axes after export
-    dynamic_shapes, job.need_axis_mapping = _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)
+    if internals.FULL:  # the public API converts string dims itself
+        dynamic_shapes, job.need_axis_mapping = internals.dims_from_strings(dynamic_shapes)
     job.target = loading.LoadedTarget(model=model, args=args, kwargs=kwargs or {},
                                       dynamic_shapes=dynamic_shapes, custom_translations=custom)
     job.opset = spec.opset if spec.opset is not None else DEFAULT_OPSET
+    if not internals.FULL:  # the public API builds its own registry
+        return
     job.custom_key = custom_table_key(custom)
     rebuilds = len(job.tables.rebuilds)
     job.registry = job.tables.registry(job.opset, custom)

@@ -24,7 +24,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from onnxlens.exporter import references
 from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code, locate, source_line
@@ -62,11 +62,19 @@ def remember_zygote_modules() -> None:
     _zygote_modules.update((name, id(module)) for name, module in list(sys.modules.items()))
 
 
+def modules_not_from_the_zygote() -> Iterator[tuple[str, Any]]:
+    """(name, module) of the loaded modules the zygote did not hold when it forked: the only
+    ones that can be the user's."""
+    for name, module in list(sys.modules.items()):
+        if _zygote_modules.get(name) != id(module):
+            yield name, module
+
+
 def workspace_module_files(workspace: Workspace) -> dict[str, str]:
     """Module name -> file, for the loaded modules that are workspace files."""
     found = {}
-    for name, module in list(sys.modules.items()):
-        if name == "__main__" or name.startswith("onnxlens") or _zygote_modules.get(name) == id(module):
+    for name, module in modules_not_from_the_zygote():
+        if name == "__main__" or name.startswith("onnxlens"):
             continue
         path = getattr(module, "__file__", None)
         if path and workspace.contains(path):

@@ -20,6 +20,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any
 
+from onnxlens.exporter.torch_internals.active import internals
+
 # What a user writes for a higher-order op, and what to do instead: ONNX has no counterpart
 # torchlib translates for these.
 _HIGHER_ORDER = {
@@ -46,19 +48,18 @@ def op_source(node: Any) -> OpSource:
     import torch
 
     target = node.target
-    if isinstance(target, torch._ops.HigherOrderOperator) and target.name() == "with_effects" and (
-            len(node.args) > 1 and isinstance(node.args[1], torch._ops.OpOverload)):
+    if internals.is_higher_order_op(target) and target.name() == "with_effects" and (
+            len(node.args) > 1 and internals.is_op_overload(node.args[1])):
         # An op with side effects (`aten._linalg_check_errors` of torch.linalg.solve) is wrapped:
         # name the op, and what was called to get it, as for any other op.
-        wrapped = node.args[1]
-        kind = f"the side-effecting op {wrapped.namespace}.{wrapped._opname}.{wrapped._overloadname}"
+        kind = f"the side-effecting op {internals.op_name(node.args[1])}"
         return dataclasses.replace(_torch_function(node), kind=kind)
-    if isinstance(target, torch._ops.HigherOrderOperator):
+    if internals.is_higher_order_op(target):
         name = target.name()
         written, origin, advice = _HIGHER_ORDER.get(name, (name, None, None))
         return OpSource(origin, (written,), advice, f"the higher-order op torch.ops.higher_order.{name}")
     module = getattr(target, "__module__", None)
-    if callable(target) and not isinstance(target, torch._ops.OpOverload) and module in _PYTHON_MODULES:
+    if callable(target) and not internals.is_op_overload(target) and module in _PYTHON_MODULES:
         name = getattr(target, "__name__", str(target))
         symbolic = any(isinstance(arg, torch.fx.Node) and isinstance(arg.meta.get("val"), (torch.SymInt, torch.SymFloat))
                        for arg in node.args)
@@ -77,8 +78,8 @@ def _torch_function(node: Any) -> OpSource:
     torch_fn = node.meta.get("torch_fn")
     recorded = torch_fn[1] if isinstance(torch_fn, tuple) and len(torch_fn) > 1 else None
     call = public_name(recorded) if recorded else None
-    if call is None and isinstance(target, torch._ops.OpOverload) and recorded and recorded.startswith("method-wrapper."):
-        call = f"Tensor.{target._opname}"  # an attribute read (x.mH, x.real): torch_fn says `__get__`
+    if call is None and internals.is_op_overload(target) and recorded and recorded.startswith("method-wrapper."):
+        call = f"Tensor.{internals.op_base_name(target)}"  # an attribute read (x.mH, x.real): torch_fn says `__get__`
     names: tuple[str, ...] = ()
     if call:
         short = call.removeprefix("torch.").removeprefix("nn.functional.").removeprefix("Tensor.")

@@ -19,6 +19,7 @@ import onnxlens.exporter.pipeline.lines as lines
 from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import full_traces
+from onnxlens.exporter.torch_internals.active import internals
 
 
 def run(job: Job) -> None:
@@ -26,7 +27,7 @@ def run(job: Job) -> None:
         optimize(job.onnx_program, job.spec.input_names, job.spec.output_names,
                  optimize=job.weights_free is None)
         if job.need_axis_mapping and job.raw_dynamic_shapes is not None:
-            job.onnx_program._rename_dynamic_axes(job.raw_dynamic_shapes)
+            internals.rename_dynamic_axes(job.onnx_program, job.raw_dynamic_shapes)
     except Exception as error:  # noqa: BLE001 - any optimizer failure is a finding
         fail_on(job, error, "translation", "optimizing the ONNX model failed")
     job.result.node_count = len(job.onnx_program.model.graph)
@@ -37,11 +38,9 @@ def optimize(onnx_program: Any, input_names: list[str] | None = None, output_nam
              *, optimize: bool = True) -> None:
     """`_core.export`'s steps after the opset conversion: optimize (unless told not to, as the
     public API's `optimize=False`), rename inputs and outputs."""
-    from torch.onnx._internal.exporter import _ir_passes
-
     if optimize:
         onnx_program.optimize()
     if input_names:
-        _ir_passes.rename_inputs(onnx_program.model, input_names)
+        internals.rename_inputs(onnx_program.model, input_names)
     if output_names:
-        _ir_passes.rename_outputs(onnx_program.model, output_names)
+        internals.rename_outputs(onnx_program.model, output_names)

@@ -29,6 +29,7 @@ from typing import Any, Iterator
 from onnxlens.exporter.locations import Frame, from_traceback, locate
 from onnxlens.exporter.pipeline.errors import exception_chain
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Related
 
 DOCS_URL = "https://pytorch.org/docs/stable/export.html"
@@ -65,9 +66,11 @@ def finding(job: Job, type_name: str, notes: list[str]) -> Finding:
     forward = inspect.unwrap(type(model).forward)
     path, built, returned_at = _trace(job, cls, forward) if cls is not None else (None, [], None)
     owner = f"{type(model).__name__}.forward"
-    shown = f"{cls.__module__}.{cls.__qualname__}" if cls is not None else type_name
+    shown = (cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}") \
+        if cls is not None else type_name
     where = f"`{path}` of what {owner} returns" if path else f"what {owner} returns"
-    message = (f"torch.export cannot flatten the model's output: {where} is a {shown}, a type torch.export "
+    article = "an" if shown[:1].lower() in "aeiou" else "a"
+    message = (f"torch.export cannot flatten the model's output: {where} is {article} {shown}, a type torch.export "
                f"does not know (not a registered pytree node), so it cannot become ONNX outputs. Fixes:")
     for fix in _fixes(cls, type_name, model, forward, target.kwargs):
         message += f"\n• {fix}"
@@ -91,8 +94,11 @@ def finding(job: Job, type_name: str, notes: list[str]) -> Finding:
 
 
 def _resolve(type_name: str) -> type | None:
+    """The class torch names: `transformers.cache_utils.DynamicCache`, or a builtin (`object`,
+    written without its module: torch 2.14's strict capture no longer names the line that
+    returns one, so this finding is the one that must)."""
     module, _, name = type_name.rpartition(".")
-    owner = sys.modules.get(module) if module else None
+    owner = sys.modules.get(module or "builtins")
     found = getattr(owner, name, None)
     return found if isinstance(found, type) else None
 
@@ -118,8 +124,6 @@ def _forward_frame(forward: Any, owner: str, returned_at: int | None) -> list[Fr
 def _trace(job: Job, cls: type, forward: Any) -> tuple[str | None, list[Frame], int | None]:
     """Capture once more: (where the object sits in the output, the frames that built it, the
     line of forward's `return` statement)."""
-    from torch.onnx._internal.exporter import _capture_strategies
-
     target = job.target
     built: dict[int, list[Frame]] = {}
     outputs: list[Any] = []
@@ -127,8 +131,7 @@ def _trace(job: Job, cls: type, forward: Any) -> tuple[str | None, list[Frame], 
     with (_recording_construction(cls, built), _keeping_output(target.model, outputs),
           _recording_returns(getattr(forward, "__code__", None), returns)):
         try:
-            _capture_strategies.TorchExportNonStrictStrategy(verbose=False)(
-                target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes)
+            internals.capture("non-strict", target.model, target.args, target.kwargs, target.dynamic_shapes)
         except Exception as error:  # noqa: BLE001 - the first capture's errors already say what failed
             job.log(f"re-capturing to find where the {cls.__name__} is built failed: {type(error).__name__}: {error}")
     path, found = _find(outputs[-1], cls) if outputs else (None, None)
@@ -194,17 +197,15 @@ def _keeping_output(model: Any, outputs: list[Any]) -> Iterator[None]:
 
 def _find(output: Any, cls: type) -> tuple[str | None, Any]:
     """(`['past_key_values']`-style path, the object) of the first `cls` in `output`."""
-    from torch.utils import _pytree
-
     if type(output) is cls:
         return None, output
     try:
-        leaves, _ = _pytree.tree_flatten_with_path(output, is_leaf=lambda value: type(value) is cls)
+        leaves = internals.leaves_with_paths(output, is_leaf=lambda value: type(value) is cls)
     except Exception:  # noqa: BLE001 - a container without keys: the type is still named
         return None, None
     for path, leaf in leaves:
         if type(leaf) is cls:
-            return _pytree.keystr(path) or None, leaf
+            return path or None, leaf
     return None, None
 
 

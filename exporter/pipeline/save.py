@@ -11,11 +11,16 @@ so the last good .onnx survives. The files get the mode a plain `open()` gives t
 
 A weights-free model (weights.py) has no weights to save: its graph-only model (built by the
 check stage, graph_only.py) goes to `<name>.graph.onnx` next to the output, and the output with
-its .onnx.data, the last good model with weights, is left as it is.
+its .onnx.data, the last good model with weights, is left as it is. A later save with weights
+removes the graph-only file (it would describe an older model).
+
+The target's `source-paths` setting decides how the saved stack traces name source files
+(source_paths.py: as the public API, relative, or none, with a sidecar of the originals).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -23,19 +28,29 @@ from typing import Any
 
 from onnxlens.exporter import atomic
 import onnxlens.exporter.pipeline.graph_only as graph_only
+import onnxlens.exporter.pipeline.source_paths as source_paths
 from onnxlens.exporter.pipeline.job import Job
 
 
 def run(job: Job) -> None:
     if any(f.severity == "error" for f in job.result.findings):
         return
+    spec = job.spec
     if job.weights_free is not None:
-        job.result.graph_onnx = graph_only.save(job.graph_only, job.spec.graph_output)
+        entries = source_paths.apply_to_proto(job.graph_only, spec.source_paths, spec.root)
+        job.result.graph_onnx = graph_only.save(job.graph_only, spec.graph_output)
+        source_paths.write_sidecar(spec.graph_output, spec.source_paths, spec.root, entries)
         job.result.status = "ok"
         return
-    save_onnx(job.onnx_program, job.spec.output)
-    job.result.onnx = job.spec.output
+    with source_paths.applied(job.onnx_program.model, spec.source_paths, spec.root) as entries:
+        save_onnx(job.onnx_program, spec.output)
+    source_paths.write_sidecar(spec.output, spec.source_paths, spec.root, entries)
+    job.result.onnx = spec.output
     job.result.status = "ok"
+    # An earlier weights-free export's graph-only file describes a model that is gone: the
+    # .onnx now holds this one's graph.
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(job.spec.graph_output)
 
 
 def save_onnx(onnx_program: Any, destination: str) -> list[str]:

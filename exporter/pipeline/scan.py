@@ -3,7 +3,7 @@
 The stock exporter dispatches node by node while it builds the graph and stops at the first op
 it cannot translate. Dispatching is cheap (~0.1 ms a node), so we dispatch every call_function
 node of the decomposed program, subgraphs of torch.cond / while_loop / scan included, with the
-same `_dispatching.dispatch` and registry the translation will use, and report them all, each
+same dispatch (`internals.dispatch`) and registry the translation will use, and report them all, each
 on the innermost line of the user's code that produced it (exporter/locations), with what the
 user called to get it (op_sources.py); op_findings.py writes the findings. Most of them were
 already sent while capture traced the ops, as preliminary findings of this stage (traced_ops.py):
@@ -15,15 +15,13 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-import torch
-from torch.onnx._internal.exporter import _capture_strategies, _core, _dispatching
-
 from onnxlens.exporter.locations import Workspace, from_stack_trace, is_user_code
 from onnxlens.exporter.pipeline.decompose import decompose
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.torch_internals.active import internals
 
 
 def run(job: Job) -> None:
@@ -51,11 +49,10 @@ def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[Unsuppor
     """
     target = job.target
     try:
-        outcome = _capture_strategies.TorchExportStrictStrategy(verbose=False)(
-            target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes)
-        if outcome.exported_program is None:
+        outcome = internals.capture("strict", target.model, target.args, target.kwargs, target.dynamic_shapes)
+        if outcome.program is None:
             return missing
-        decomposed = decompose(outcome.exported_program, job.tables.decompositions(job.registry, job.custom_key))
+        decomposed = decompose(outcome.program, job.tables.decompositions(job.registry, job.custom_key))
         strict = unsupported_ops(decomposed, job.registry)
     except Exception as error:  # noqa: BLE001 - the non-strict lines still stand
         job.log(f"strict re-capture to locate ops failed: {type(error).__name__}: {error}")
@@ -69,9 +66,9 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
         for node in module.graph.nodes:
             if node.op != "call_function" or node.target is operator.getitem:
                 continue
-            if _core._is_onnx_op(node.target):
+            if internals.is_onnx_op(node.target):
                 continue
-            function, reason = _dispatching.dispatch(node, registry)
+            function, reason = internals.dispatch(node, registry)
             if function is not None:
                 continue
             found.append(unsupported_op(node, reason))
@@ -91,8 +88,8 @@ def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
 
 
 def op_name(target: Any) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return f"{target.namespace}.{target._opname}.{target._overloadname}"
+    if internals.is_op_overload(target):
+        return internals.op_name(target)
     return getattr(target, "__qualname__", None) or str(target)
 
 

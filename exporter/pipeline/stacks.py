@@ -2,12 +2,14 @@
 exported ONNX.
 
 Non-strict capture (the exporter's first choice) records, for each FX node, only the frames of
-functions named `forward` (plus registered "anchors", `torch.fx.proxy._STACK_TRACE_ANCHORS`): an
-op called in a helper function is blamed on forward's call of the helper. That loses the user's
-helpers, and a library's: kornia's `find_homography_dlt` reaches `torch.linalg.svd` through
-three helpers, none named `forward`. While capturing, the anchor set is replaced by one that
-also keeps every frame that is not torch's own (files.classify: the user's code and library
-code), so the trace reaches the innermost frame that called the op.
+functions named `forward` (plus, from torch 2.13, registered "anchors"): an op called in a
+helper function is blamed on forward's call of the helper. That loses the user's helpers, and a
+library's: kornia's `find_homography_dlt` reaches `torch.linalg.svd` through three helpers, none
+named `forward`. While capturing, the tracer also keeps every frame that is not torch's own
+(files.classify: the user's code and library code), so the trace reaches the innermost frame
+that called the op. How the tracer is told differs between torch releases (2.13 keeps an anchor
+set, 2.12 only a filter method): the adapter of torch's internals does it
+(`internals.stack_frames_kept`), given the rule here (`_HelperFrameRule`).
 
 Why a predicate rather than registering each function as an anchor: torch extracts the whole
 Python stack for every node anyway and only filters it, so deciding per frame costs one dict
@@ -33,6 +35,7 @@ import sys
 from typing import Any, Iterator
 
 from onnxlens.exporter.locations import FULL_TRACE, Origin, Workspace, classify, node_trace
+from onnxlens.exporter.torch_internals.active import internals
 
 _FRAME_START = re.compile(r'^  File "(?P<file>.+?)", line \d+, in (?P<func>.+)$', re.MULTILINE)
 
@@ -55,57 +58,42 @@ class HelperFrames:
         return (file, func) not in self.added
 
 
-class _Anchors(set):
-    """Stands in for torch's anchor set during capture: a (file, function) is "in" it when the
-    stock set has it or the frame is not torch's own code (and not a caller of the export).
-    torch asks only about frames its own rule has not kept already (not `forward`, not
-    torch/__init__.py), so every "yes" the stock set would not give is a frame we added."""
+class _HelperFrameRule:
+    """Whether capture keeps a frame (file, function) that torch's own rule drops: yes when the
+    frame is not torch's own code (and not a caller of the export). torch asks only about frames
+    its own rule has not kept already (not `forward`, not torch/__init__.py, not an anchor it
+    registered), so every "yes" is a frame we added (`kept.added`)."""
 
-    def __init__(self, stock: set[tuple[str, str]], workspace: Workspace, callers: set[tuple[str, str]],
-                 kept: HelperFrames) -> None:
-        super().__init__(stock)
+    def __init__(self, workspace: Workspace, callers: set[tuple[str, str]], kept: HelperFrames) -> None:
         self._workspace = workspace
         self._callers = callers
         self._decided: dict[tuple[str, str], bool] = {}
         self._added = kept.added
 
-    def __contains__(self, key: object) -> bool:
-        decided = self._decided.get(key)  # type: ignore[call-overload]
+    def __call__(self, file: str, func: str) -> bool:
+        key = (file, func)
+        decided = self._decided.get(key)
         if decided is None:
-            decided = set.__contains__(self, key)
-            if not decided and key not in self._callers and (
-                    classify(key[0], self._workspace) is not Origin.INTERNAL):  # type: ignore[index]
-                decided = True
-                self._added.add(key)  # type: ignore[arg-type]
-            self._decided[key] = decided  # type: ignore[index]
+            decided = key not in self._callers and classify(file, self._workspace) is not Origin.INTERNAL
+            if decided:
+                self._added.add(key)
+            self._decided[key] = decided
         return decided
 
 
 @contextlib.contextmanager
 def helper_frames_kept(workspace: Workspace) -> Iterator[HelperFrames | None]:
     """While active, non-strict capture records the frames of every function that is not torch's
-    own. Yields what stock capture would have kept (for `restore_stock_traces`); None on a torch
-    without anchors (helper frames stay lost, forward's line is still right)."""
-    from torch.fx import proxy
-
-    stock = getattr(proxy, "_STACK_TRACE_ANCHORS", None)
-    if stock is None:
-        yield None
-        return
+    own. Yields what stock capture would have kept (for `restore_stock_traces`); None when the
+    adapter cannot keep them (helper frames stay lost, forward's line is still right)."""
     callers = set()
     frame = sys._getframe(1)
     while frame is not None:
         callers.add((frame.f_code.co_filename, frame.f_code.co_name))
         frame = frame.f_back
     kept = HelperFrames()
-    anchors = _Anchors(stock, workspace, callers, kept)
-    proxy._STACK_TRACE_ANCHORS = anchors
-    try:
-        yield kept
-    finally:
-        proxy._STACK_TRACE_ANCHORS = stock
-        # Anchors torch itself registered meanwhile (annotate_fn) belong to the stock set.
-        stock.update(set.__iter__(anchors))
+    with internals.stack_frames_kept(_HelperFrameRule(workspace, callers, kept)) as kept_by_torch:
+        yield kept if kept_by_torch else None
 
 
 def restore_stock_traces(program: Any, kept: HelperFrames | None) -> None:

@@ -50,17 +50,16 @@ raising after 3.6-4.2 s, 9-14x later (medians; the table is in tests/exporter/te
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.onnx._internal.exporter import _core, _dispatching
 
 from onnxlens.exporter.locations import primary_frame
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.scan import in_branch, unsupported_op
+from onnxlens.exporter.torch_internals.active import internals
 
 # The stage whose findings these are: the scan decides, with the decomposed program.
 DECIDING_STAGE = "scan"
@@ -75,54 +74,49 @@ class OpVerdicts:
     without a translation), or unknown (mutating, returning nothing: not ours to judge)."""
 
     def __init__(self, registry: Any, python_table: dict, cia_table: dict) -> None:
-        from torch.export.exported_program import _special_op_to_preserve_cia
-
         self._registry = registry
         self._python = python_table
         self._cia = cia_table
-        self._preserved = _special_op_to_preserve_cia
         self._verdicts: dict[Any, tuple[str, Callable | None]] = {}
 
-    def verdict(self, op: torch._ops.OpOverload) -> tuple[str, Callable | None]:
+    def verdict(self, op: Any) -> tuple[str, Callable | None]:
+        """For an OpOverload."""
         known = self._verdicts.get(op)
         if known is None:
             known = self._verdicts[op] = self._judge(op)
         return known
 
-    def _judge(self, op: torch._ops.OpOverload) -> tuple[str, Callable | None]:
-        if _core._is_onnx_op(op) or self._registry.get_decomps(op):
+    def _judge(self, op: Any) -> tuple[str, Callable | None]:
+        if internals.is_onnx_op(op) or self._registry.get_decomps(op):
             return _TRANSLATED, None
-        schema = op._schema
-        if schema.is_mutable or not schema.returns:
+        if not internals.returns_without_mutating(op):
             return _UNKNOWN, None
         decomposition = self._python.get(op) or self._cia.get(op)
-        if decomposition is self._preserved:
+        if internals.keeps_op(decomposition):
             return _MISSING, None  # the CIA table keeps it as it is
-        if decomposition is None and torch._C._dispatch_has_kernel_for_dispatch_key(
-                op.name(), "CompositeImplicitAutograd"):
-            decomposition = op.decompose
+        if decomposition is None:
+            decomposition = internals.composite_implicit_decomposition(op)
         if decomposition is not None:
             return _DECOMPOSED, decomposition
         return _MISSING, None
 
 
 def ops_after_decomposition(verdicts: OpVerdicts, decomposition: Callable, args: tuple,
-                            kwargs: dict) -> list[torch._ops.OpOverload]:
-    """The ops without a translation an op's `decomposition` ends in, run on `args` and `kwargs`
-    (meta tensors and plain values)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
+                            kwargs: dict) -> list[Any]:
+    """The ops (OpOverloads) without a translation an op's `decomposition` ends in, run on `args`
+    and `kwargs` (meta tensors and plain values)."""
 
-    class Recorder(TorchDispatchMode):
+    class Recorder(internals.dispatch_mode_base()):  # type: ignore[misc]
         """Sees every op the decomposition calls; decomposes further what the tables would."""
 
         def __init__(self) -> None:
             super().__init__()
-            self.missing: list[torch._ops.OpOverload] = []
+            self.missing: list[Any] = []
             self.depth = 0
 
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
             kwargs = kwargs or {}
-            kind, inner = verdicts.verdict(func) if isinstance(func, torch._ops.OpOverload) else (_UNKNOWN, None)
+            kind, inner = verdicts.verdict(func) if internals.is_op_overload(func) else (_UNKNOWN, None)
             if kind == _DECOMPOSED and self.depth < _MAX_DEPTH:
                 self.depth += 1
                 try:
@@ -169,7 +163,7 @@ def _meta(value: Any) -> Any:
 def _hint(value: Any) -> Any:
     if not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
         return value
-    hint = value.node.hint
+    hint = internals.size_hint(value)
     if hint is None:
         raise _NoHint(str(value))
     return hint
@@ -194,7 +188,7 @@ class TracedOpCheck:
         tables = job.tables.decompositions(job.registry, job.custom_key)
         self._job = job
         self._verdicts = OpVerdicts(job.registry, tables.python_decomp_table, tables.cia_to_decomp)
-        self._decomposed: dict[Any, list[torch._ops.OpOverload]] = {}  # (op, signature) -> missing ops
+        self._decomposed: dict[Any, list[Any]] = {}  # (op, signature) -> missing ops
         self._found: list[UnsupportedOp] = []
         self._seen: set[tuple[str, str, int]] = set()  # (op, file, line) reported
         self.active = True
@@ -213,7 +207,7 @@ class TracedOpCheck:
 
     def _check(self, node: Any) -> None:
         target = getattr(node, "target", None)
-        if not isinstance(target, torch._ops.OpOverload) or node.op != "call_function":
+        if not internals.is_op_overload(target) or node.op != "call_function":
             return
         kind, decomposition = self._verdicts.verdict(target)
         if kind == _TRANSLATED or kind == _UNKNOWN:
@@ -222,9 +216,7 @@ class TracedOpCheck:
         if missing:
             self._report(node, missing)
 
-    def _missing_after_decomposition(self, node: Any, decomposition: Callable) -> list[torch._ops.OpOverload]:
-        from torch.utils._python_dispatch import _disable_current_modes
-
+    def _missing_after_decomposition(self, node: Any, decomposition: Callable) -> list[Any]:
         try:
             args, kwargs = _meta(tuple(node.args)), _meta(dict(node.kwargs))
         except _NoHint:
@@ -233,7 +225,7 @@ class TracedOpCheck:
         missing = self._decomposed.get(key)
         if missing is None:
             # Outside the trace: no tracer, fake mode or torch-function mode sees these ops.
-            with _disable_current_modes(), torch._C.DisableTorchFunction():
+            with internals.outside_tracing():
                 try:
                     missing = ops_after_decomposition(self._verdicts, decomposition, args, kwargs)
                 except Exception:  # noqa: BLE001 - no meta kernel, a decomposition that needs more: unknown
@@ -241,9 +233,9 @@ class TracedOpCheck:
             self._decomposed[key] = missing
         return missing
 
-    def _report(self, node: Any, missing: list[torch._ops.OpOverload]) -> None:
+    def _report(self, node: Any, missing: list[Any]) -> None:
         job = self._job
-        _, reason = _dispatching.dispatch(node, job.registry)
+        _, reason = internals.dispatch(node, job.registry)
         added = False
         for op in missing:
             unsupported = unsupported_op(node, reason, op)
@@ -265,24 +257,11 @@ class TracedOpCheck:
 def ops_checked_while_traced(job: Job) -> Iterator[TracedOpCheck | None]:
     """While active, every op node torch's tracers create is checked (see the module docstring).
     Yields the check, or None when it could not be set up (the export goes on without it)."""
-    from torch.fx import proxy
-
     try:
         check = TracedOpCheck(job)
     except Exception as error:  # noqa: BLE001 - the export goes on; the scan checks every op
         job.log(f"ops are not checked while tracing: {type(error).__name__}: {error}")
         yield None
         return
-    stock = proxy.TracerBase.__dict__["create_proxy"]
-
-    @functools.wraps(stock)
-    def create_proxy(tracer: Any, *args: Any, **kwargs: Any) -> Any:
-        created = stock(tracer, *args, **kwargs)
-        check.check(getattr(created, "node", None))
-        return created
-
-    proxy.TracerBase.create_proxy = create_proxy
-    try:
+    with internals.nodes_observed(check.check):
         yield check
-    finally:
-        proxy.TracerBase.create_proxy = stock

@@ -12,6 +12,7 @@ from typing import Any
 
 from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.torch_internals.active import internals
 
 
 def run(job: Job) -> None:
@@ -23,9 +24,4 @@ def run(job: Job) -> None:
 
 def translate(decomposed: Any, registry: Any, opset: int) -> Any:
     """`_core.export` step 3: translate, then convert to the opset."""
-    from torch.onnx._internal._lazy_import import onnxscript_apis
-    from torch.onnx._internal.exporter import _core
-
-    onnx_program = _core._exported_program_to_onnx_program(decomposed, registry=registry)
-    onnx_program.model = onnxscript_apis.convert_version(onnx_program.model, opset)
-    return onnx_program
+    return internals.translate(decomposed, registry, opset)

@@ -23,6 +23,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Location, TargetSpec
 
 CODE = "weights-free"
@@ -55,9 +56,7 @@ class WeightsFree:
 
 def has_no_data(tensor: Any) -> bool:
     """The rule: a tensor on the meta device, or a FakeTensor (shape and dtype, no storage)."""
-    from torch._subclasses.fake_tensor import is_fake
-
-    return bool(tensor.is_meta or is_fake(tensor))
+    return bool(tensor.is_meta or internals.is_fake(tensor))
 
 
 def weights_free(model: Any) -> WeightsFree | None:
@@ -98,7 +97,6 @@ def inputs_on_meta(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
     """The example inputs with every tensor that has data moved to the meta device (same shape
     and dtype), and how many were moved."""
     import torch
-    from torch.utils import _pytree as pytree
 
     moved = 0
 
@@ -109,7 +107,7 @@ def inputs_on_meta(args: tuple, kwargs: dict) -> tuple[tuple, dict, int]:
             return value.to("meta")
         return value
 
-    args, kwargs = pytree.tree_map(to_meta, (tuple(args), dict(kwargs)))
+    args, kwargs = internals.tree_map(to_meta, (tuple(args), dict(kwargs)))
     return args, kwargs, moved
 
 

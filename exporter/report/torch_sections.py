@@ -7,10 +7,11 @@ the export (upstream's report=True ran over an hour on a large model, pytorch#15
 
 from __future__ import annotations
 
-import io
 import re
 from collections import Counter
 from typing import Any
+
+from onnxlens.exporter.torch_internals.active import internals
 
 # Long dumps are cut: a report is for reading, the full program is in its own dump file.
 MAX_PROGRAM_LINES = 1500
@@ -22,9 +23,7 @@ _ANSI_ESCAPE = re.compile(r"\x1B[@-_][0-?]*[ -/]*[@-~]")  # as torch's _reportin
 def exported_program_section(program: Any, *, decomposed: bool, dump_path: str | None) -> str | None:
     if program is None:
         return None
-    from torch.onnx._internal.exporter import _reporting
-
-    text = _reporting._format_exported_program(program)  # fenced, colours stripped
+    text = internals.format_exported_program(program)  # fenced, colours stripped
     lines = text.splitlines()
     if len(lines) > MAX_PROGRAM_LINES:
         cut = len(lines) - MAX_PROGRAM_LINES
@@ -40,13 +39,7 @@ def analysis_section(program: Any, registry: Any) -> str | None:
     translation in the registry."""
     if program is None:
         return None
-    from torch.onnx._internal.exporter import _analysis, _registration
-
-    if registry is None:
-        registry = _registration.ONNXRegistry.from_torchlib()
-    buffer = io.StringIO()
-    _analysis.analyze(program, registry=registry, file=buffer)
-    text = buffer.getvalue()
+    text = internals.analysis(program, registry)
     text = text.replace("PyTorch ONNX Conversion Analysis\n", "", 1)
     # analyze() writes level-2 headings; the report nests them under its own "## Analysis".
     return re.sub(r"^## ", "### ", text, flags=re.MULTILINE).strip() + "\n"
@@ -55,9 +48,7 @@ def analysis_section(program: Any, registry: Any) -> str | None:
 def decomposition_section(captured: Any, decomposed: Any) -> str | None:
     if captured is None or decomposed is None:
         return None
-    from torch.onnx._internal.exporter import _analysis, _reporting
-
-    return _reporting.format_decomp_comparison(*_analysis.compare_ops(captured, decomposed))
+    return internals.decomposition_comparison(captured, decomposed)
 
 
 def onnx_model_section(onnx_program: Any) -> str | None:

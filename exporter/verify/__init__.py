@@ -69,6 +69,7 @@ class _Verification:
     def run(self) -> list[Finding]:
         import torch
 
+        from onnxlens.exporter.torch_internals.active import internals
         from onnxlens.exporter.verify import compare, divergence, findings, runtime
 
         summary = self.summary
@@ -78,7 +79,7 @@ class _Verification:
         model = self.onnx_program.model
         try:
             feeds = runtime.ort_feeds(model, runtime.user_inputs(self.program, self.args, self.kwargs))
-            graph_inputs = self.program._graph_module_flat_inputs(self.args, self.kwargs)
+            graph_inputs = internals.graph_module_inputs(self.program, self.args, self.kwargs)
         except runtime.RuntimeProblem as problem:
             summary.passed, summary.error = False, str(problem)
             return []

@@ -8,18 +8,13 @@ tensor to the wrong input).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 from torch.export import graph_signature
-from torch.onnx._internal.exporter import _onnx_program  # to/from OrtValue incl. bfloat16
 
-# Above this, protobuf cannot hold the model in memory: go through a file with external data.
-_LARGE_MODEL_BYTES = 1_500_000_000
-
+from onnxlens.exporter.torch_internals.active import internals
 
 class RuntimeProblem(Exception):
     """A reason verification cannot run, phrased for the user."""
@@ -28,7 +23,7 @@ class RuntimeProblem(Exception):
 def user_inputs(exported_program: Any, args: tuple, kwargs: dict) -> list[Any]:
     """The flat user arguments that became ONNX graph inputs, in graph-input order."""
     try:
-        flat, _ = exported_program._get_flat_args_with_check(args, kwargs)
+        flat = internals.flat_user_args(exported_program, args, kwargs)
     except Exception as error:  # noqa: BLE001 - torch raises several types for a bad structure
         raise RuntimeProblem(f"the example inputs do not match the exported program: {error}") from error
     specs = [s for s in exported_program.graph_signature.input_specs
@@ -50,7 +45,7 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
         if isinstance(arg, torch.Tensor) and arg.is_complex():
             arg = torch.view_as_real(arg.resolve_conj())
         if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            arg = arg.node.hint
+            arg = internals.size_hint(arg)
         if isinstance(arg, (bool, int, float)):
             # A symbolic scalar input: use the dtype the graph declares.
             import onnxruntime as ort
@@ -58,7 +53,7 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
             dtype = value.dtype.numpy() if value.dtype is not None else None
             feeds[value.name] = ort.OrtValue.ortvalue_from_numpy(np.array(arg, dtype=dtype))
         elif isinstance(arg, torch.Tensor):
-            feeds[value.name] = _onnx_program._to_ort_value(arg)
+            feeds[value.name] = internals.to_ort_value(arg)  # bfloat16 included
         else:
             raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
     return feeds
@@ -67,23 +62,28 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
 class Sessions:
     """onnxruntime CPU sessions for one model, optionally with extra graph outputs.
 
-    The model is serialised once; a session with extra outputs appends them to that proto
-    only, so the caller's model is never changed.
+    The weights are never serialized: the session gets the model without its weights' data
+    (graph_only.py: each initializer over 256 bytes an external reference) and the weights
+    themselves as OrtValues over the tensors' own memory (`add_external_initializers`, which
+    replaces external initializers by name). Serializing BERT-base's 440 MB into the proto and
+    having onnxruntime parse it back cost ~10 s of a ~12 s verification; no protobuf size limit
+    applies either. A session with extra outputs appends them to that small proto only, so the
+    caller's model is never changed.
     """
 
     def __init__(self, model: Any) -> None:
         self.model = model
         self._proto = None
-        self._large = sum(v.const_value.nbytes for v in model.graph.initializers.values()
-                          if v.const_value is not None) >= _LARGE_MODEL_BYTES
+        self._weights: tuple[list[str], list[Any]] | None = None  # kept alive with the sessions
 
     def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
         import onnx_ir as ir
 
-        if self._large:
-            return self._session_from_file(extra_outputs)
+        from onnxlens.exporter.pipeline.graph_only import graph_only_model
+
         if self._proto is None:
-            self._proto = ir.serde.serialize_model(self.model)
+            self._proto = graph_only_model(self.model, _WEIGHTS_IN_MEMORY)
+            self._weights = _external_weights(self.model, self._proto)
         outputs = self._proto.graph.output
         count = len(outputs)
         outputs.extend(ir.serde.serialize_value(v) for v in extra_outputs)
@@ -91,29 +91,54 @@ class Sessions:
             data = self._proto.SerializeToString()
         finally:
             del outputs[count:]
-        return _new_session(data)
-
-    def _session_from_file(self, extra_outputs: Sequence[Any]) -> Any:
-        """Protobuf cannot hold the model in memory: save with external data, load the file."""
-        import onnx_ir as ir
-
-        graph_outputs = self.model.graph.outputs
-        original = list(graph_outputs)
-        with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-            path = os.path.join(tmp, "model.onnx")
-            try:
-                graph_outputs.extend(extra_outputs)
-                ir.save(self.model, path, external_data="model.onnx.data")
-            finally:
-                graph_outputs.clear()
-                graph_outputs.extend(original)
-            return _new_session(path)
+        return _new_session(data, self._weights)
 
 
-def _new_session(source: str | bytes) -> Any:
+# The location the session's proto gives its initializers: never a file, onnxruntime gets the
+# data from memory.
+_WEIGHTS_IN_MEMORY = "onnxlens-weights-in-memory"
+
+
+def _external_weights(model: Any, proto: Any) -> tuple[list[str], list[Any]]:
+    """Names and OrtValues of the initializers `proto` declares as external."""
+    import onnx
+
+    tensors = {name: value.const_value for graph in model.graphs() for name, value in graph.initializers.items()}
+    names, values = [], []
+    for graph in _graphs(proto.graph):
+        for initializer in graph.initializer:
+            if initializer.data_location == onnx.TensorProto.EXTERNAL:
+                names.append(initializer.name)
+                values.append(_ort_value(tensors[initializer.name]))
+    return names, values
+
+
+def _graphs(graph: Any) -> Any:
+    """A GraphProto and every subgraph in its nodes' attributes."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _graphs(sub)
+
+
+def _ort_value(tensor: Any) -> Any:
+    """An OrtValue over the tensor's data (torch tensors as the exporter converts them, bfloat16
+    and 8-bit floats included)."""
+    import onnxruntime as ort
+
+    raw = getattr(tensor, "raw", None)
+    if isinstance(raw, torch.Tensor):
+        return internals.to_ort_value(raw.detach().cpu().contiguous())
+    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(tensor.numpy()))
+
+
+def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if weights and weights[0]:
+        options.add_external_initializers(*weights)
     options.log_severity_level = 3  # errors only
     # As many threads as torch may use in this process (the worker's children run with 1 unless
     # raised), and no busy-waiting: on a shared machine (several jobs, other processes) a
@@ -137,4 +162,4 @@ def run(session: Any, feeds: dict[str, Any], output_names: Sequence[str] | None 
 def _to_torch(value: Any) -> Any:
     if not value.is_tensor():
         return None  # a sequence or map output: nothing torch compares directly
-    return _onnx_program._from_ort_value(value)
+    return internals.from_ort_value(value)

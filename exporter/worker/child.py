@@ -27,6 +27,7 @@ from typing import Any, NoReturn
 from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.pipeline import artifacts
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, write_frame
 from onnxlens.exporter.types import ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec, event_to_dict
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
@@ -199,7 +200,7 @@ def _failed(spec: TargetSpec, error: BaseException, started: float, message: str
 def _imported_user_files(workspace: Workspace) -> list[str]:
     """Workspace files imported so far: the closure as far as the job got."""
     files = []
-    for module in list(sys.modules.values()):
+    for _, module in modules_not_from_the_zygote():
         path = getattr(module, "__file__", None)
         # Some modules carry a relative __file__ (torch.ops: "_ops.py"): not workspace files.
         if isinstance(path, str) and os.path.isabs(path) and workspace.contains(path):

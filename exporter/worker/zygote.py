@@ -453,8 +453,11 @@ def main() -> int:
             f"the export worker ({sys.executable}) could not load torch and the ONNX exporter: "
             f"{type(error).__name__}: {error}")})
         return 1
+    from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals
+
     write_frame(replies_fd, {"type": "ready", "versions": installed_versions(),
-                             "seconds": time.perf_counter() - started})
+                             "seconds": time.perf_counter() - started,
+                             "adapter": {"name": internals.NAME, "fallback": FALLBACK_REASON}})
     Zygote(pipeline, requests_fd, replies_fd, user_env).serve()
     return 0
 

@@ -253,7 +253,7 @@ class ExportScheduler:
         self._on_result(project, spec.name, result, reason)  # before the progress ends: the contract
         self.stats.count(spec.name, "finished")
         self.stats.last[spec.name] = {
-            "reason": reason, "status": result.status, "job_seconds": result.seconds,
+            "reason": reason, "status": result.status, "job_seconds": result.seconds, "stages": result.stages,
             "service_seconds": service_seconds, "cached": result.cached,
             # from the service call to the first findings shown ahead of the result (None: none were)
             "first_findings_seconds": first_findings,

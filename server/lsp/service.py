@@ -49,6 +49,24 @@ class ServiceSlot:
         if service is not None:
             await service.shutdown()
 
+    async def worker_adapter(self) -> dict:
+        """The adapter of torch's internals the worker uses, once it is warm ({name, fallback},
+        protocol.py); {} if it never warms up."""
+        worker = self.current.worker if self.current is not None else None
+        if worker is None:
+            return {}
+        try:
+            await worker.wait_ready()
+        except Exception:  # noqa: BLE001 - a worker that did not start says so itself
+            return {}
+        return worker.adapter
+
+    async def version_lines(self, *, jobs: int) -> list[str]:
+        """What `onnxlens --version` says for this service's worker (read in a thread: another
+        interpreter is asked in a subprocess)."""
+        self.create(jobs=jobs)
+        return await asyncio.to_thread(self.current.version_lines)  # type: ignore[union-attr]
+
     def cached(self, spec: TargetSpec) -> ExportResult | None:
         return self.current.cached(spec) if self.current is not None else None
 

@@ -38,6 +38,7 @@ class Session:
         self.lines = SourceLines()
         self.diagnostics = Diagnostics(client, self.lines)
         self.service = ServiceSlot()
+        self._adapter_report: asyncio.Task | None = None  # logs the worker's torch adapter once warm
         self.scheduler = ExportScheduler(settings=lambda: self.settings, service=self.service,
                                          begin_progress=client.begin_progress,
                                          on_result=self._export_finished, on_status=self._export_status,
@@ -125,6 +126,10 @@ class Session:
     async def start_service(self) -> None:
         """Start the export worker; exports wait for it, other requests do not."""
         progress = await self.client.begin_progress("warming up", cancellable=False)
+        try:
+            self.log(logging.INFO, "onnxlens: " + "; ".join(await self.service.version_lines(jobs=self.settings.jobs)))
+        except Exception as error:  # noqa: BLE001 - the versions are for the log; the worker still starts
+            self.log(logging.WARNING, f"onnxlens: could not read the worker's versions: {error}")
         self.log(logging.INFO, "onnxlens: warming up the export worker")
         try:
             await self.service.start(jobs=self.settings.jobs)
@@ -133,7 +138,22 @@ class Session:
             self.client.show_message(lsp.MessageType.Error, f"onnxlens: the export worker did not start: {error}")
         else:
             self.log(logging.INFO, "onnxlens: export worker ready")
+            self._report_adapter()
         progress.end("ready")
+
+    def _report_adapter(self) -> None:
+        """Log the torch adapter the worker uses once it is warm (the zygote says which: an
+        adapter that could not load on this torch falls back to the public path)."""
+        async def report() -> None:
+            adapter = await self.service.worker_adapter()
+            if adapter.get("name"):
+                self.log(logging.INFO, f"onnxlens: the export worker is warm; torch adapter {adapter['name']}")
+            if adapter.get("fallback"):
+                self.log(logging.WARNING, f"onnxlens: {adapter['fallback']}: exports take the public torch.onnx.export")
+
+        if self._adapter_report is not None:
+            self._adapter_report.cancel()
+        self._adapter_report = asyncio.ensure_future(report())
 
     async def restart_service(self) -> None:
         """Stop every job and the worker, start a fresh one (with the current `jobs` setting)."""
@@ -145,6 +165,8 @@ class Session:
     async def stop(self) -> None:
         """Cancel every job, stop the worker and the watcher (shutdown, or the client vanished)."""
         await self.scheduler.cancel_all()
+        if self._adapter_report is not None:
+            self._adapter_report.cancel()
         await self.service.stop()
         if self.watcher is not None:
             self.watcher.stop()

@@ -190,6 +190,7 @@ def test_unknown_key_in_a_target_excludes_only_that_target(tmp_path):
     ('verify = "yes"  # a comment', '"yes"', "`verify` must be true or false, not a string"),
     ("opset = 20.5", "20.5", "`opset` must be a positive integer"),
     ("memory-limit = true", "true", "`memory-limit` must be a positive integer (megabytes), not a boolean"),
+    ('source-paths = "strip"', '"strip"', '`source-paths` must be "absolute" or "relative" or "none", not'),
     ('input-names = "x"', '"x"', "`input-names` must be an array of non-empty strings, not a string"),
     ("model = 3", "3", "`model` must be a reference"),
     ('name = "a b"', '"a b"', "`name` may contain only letters"),
@@ -203,6 +204,19 @@ def test_wrong_type_is_reported_on_the_value(tmp_path, line_text, value, expecte
     assert_spans(finding, path, line_of(path, line_text), value)
     assert finding.message.startswith(expected), finding.message
     assert workspace.targets == []
+
+
+def test_source_paths_is_a_global_default_and_a_target_setting(tmp_path):
+    path = write_workspace(tmp_path, '[tool.onnxlens]\nsource-paths = "relative"\n' + VALID_TARGET + '''
+    [[tool.onnxlens.target]]
+    name = "stripped"
+    model = "models/net.py:build"
+    inputs = "models/net.py:inputs"
+    source-paths = "none"
+    ''')
+    workspace = load_workspace(path)
+    assert workspace.findings == []
+    assert {t.name: t.source_paths for t in workspace.targets} == {"net": "relative", "stripped": "none"}
 
 
 def test_missing_required_keys_are_reported_on_the_target_header(tmp_path):

@@ -317,19 +317,27 @@ def test_a_helper_function_frame_is_the_primary_location():
     assert place.module_path == ""
 
 
-def test_models_too_large_for_one_protobuf_go_through_a_file(deep_program, monkeypatch):
-    """Above ~1.5 GB the model is saved with external data and loaded by path; the threshold is
-    lowered here so a small model takes that path (same results expected)."""
+def test_the_weights_reach_onnxruntime_from_memory_not_through_the_proto(deep_program, deep_model):
+    """The session's proto declares the weights without their data (no serializing of hundreds
+    of MB, no protobuf size limit); onnxruntime gets them as OrtValues, and a corrupted one is
+    still found: the values it runs with are the model's own."""
+    import onnx
+
     from onnxlens.exporter.verify import runtime
 
-    monkeypatch.setattr(runtime, "_LARGE_MODEL_BYTES", 0)
-    args, program = deep_inputs(), deep_program
-    outputs_before = [v.name for v in program.model.graph.outputs]
+    program = deep_program
+    sessions = runtime.Sessions(program.model)
+    session = sessions.session()
+    external = [t for t in sessions._proto.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert external and not any(t.raw_data or t.float_data for t in external)  # declared, no data
+    assert len(sessions._weights[0]) == len(external)
+    feeds = runtime.ort_feeds(program.model, list(deep_inputs()))
+    with torch.no_grad():
+        torch.testing.assert_close(runtime.run(session, feeds)[0], deep_model(*deep_inputs()), rtol=1e-4, atol=1e-5)
     with corrupted_bias(program, "layers.2.ff.0.bias"):
-        summary, (finding,) = verify(program.exported_program, program, args, {}, root=ROOT)
+        summary, (finding,) = verify(program.exported_program, program, deep_inputs(), {}, root=ROOT)
     assert summary.first_mismatch.module == "layers.2.ff.0"
     assert finding.location.line == line_of("block-ff")
-    assert [v.name for v in program.model.graph.outputs] == outputs_before  # model unchanged
 
 
 def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_path):

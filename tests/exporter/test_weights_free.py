@@ -246,6 +246,17 @@ def test_the_last_model_with_weights_is_never_replaced(workspace):
     assert not os.path.exists(second.graph_onnx + ".data")
 
 
+def test_a_model_given_its_weights_again_replaces_the_graph_only_file(workspace):
+    """Meta first (graph-only file written), then with weights: the .onnx now holds the graph,
+    and the graph-only file of the older model goes (it would describe a model that is gone)."""
+    first = run(workspace, "back", "build", "cpu_inputs")
+    assert first.status == "ok" and os.path.exists(first.graph_onnx)
+    second = run(workspace, "back", "build_with_weights", "cpu_inputs")
+    assert second.status == "ok" and second.onnx and second.graph_onnx is None
+    assert os.path.exists(second.onnx) and os.path.exists(second.onnx + ".data")
+    assert not os.path.exists(first.graph_onnx)
+
+
 def test_errors_of_a_meta_model_stay_errors_and_nothing_is_written(workspace):
     result = run(workspace, "zeta", "build_zeta", "zeta_inputs")
     assert result.status == "failed" and result.graph_onnx is None and result.onnx is None

@@ -1,0 +1,435 @@
+"""The adapter for torch 2.13's internals, the reference one: also used with torch 2.14 and 2.15,
+whose pieces onnxlens uses are the same (measured: every name below, its signature, and the
+tests of tests/exporter and tests/worker on each release).
+
+Everything onnxlens needs of torch's private modules, under names that say what it is for; the
+pipeline calls these and never a private module itself (torch_internals/__init__.py). Each
+function does one thing torch's public API does inside `torch.onnx.export(..., dynamo=True)` or
+`torch.export`, or reads one thing those keep private. Imports of torch's private modules stay
+inside the functions where the pipeline imported them lazily before (the report helpers, the
+lazy onnxscript APIs), so that importing this module costs what the pipeline's imports did.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, TextIO
+
+import torch
+from torch.export import exported_program as _exported_program
+from torch.onnx._internal.exporter import (_capture_strategies, _constants, _core, _decomp, _dispatching,
+                                           _registration)
+
+from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, recorded_override
+
+NAME = "torch_2_13"
+FULL = True  # the whole pipeline runs (public.py: the public API only)
+
+# The opset the public API targets when none is given (torch.onnx.export(dynamo=True)).
+from torch.onnx._constants import ONNX_DEFAULT_OPSET as DEFAULT_OPSET  # noqa: E402
+
+# Below torchlib's own opset the public API builds the registry at torchlib's and converts.
+TORCHLIB_OPSET = _constants.TORCHLIB_OPSET
+
+
+# --- capture ---------------------------------------------------------------------------------
+
+CAPTURE_STRATEGIES = ("non-strict", "strict")  # the stock exporter's order
+
+
+@dataclass
+class Captured:
+    """One capture strategy's outcome: the program, or the error it failed with."""
+
+    program: Any = None  # torch.export.ExportedProgram
+    error: BaseException | None = None
+
+
+def capture(strategy: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Captured:
+    """torch.export through the stock exporter's strategy ("non-strict" or "strict")."""
+    strategy_class = {"non-strict": _capture_strategies.TorchExportNonStrictStrategy,
+                      "strict": _capture_strategies.TorchExportStrictStrategy}[strategy]
+    outcome = strategy_class(verbose=False)(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+    return Captured(outcome.exported_program if outcome.success else None, outcome.exception)
+
+
+def is_data_dependent_guard(error: BaseException) -> bool:
+    """torch.export needed a tensor's value to decide a guard (`if x.sum() > 0:`)."""
+    return isinstance(error, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode)
+
+
+@dataclass
+class DraftFailure:
+    kind: str  # "DATA_DEPENDENT_ERROR", "GUARD_ADDED", "MISSING_FAKE_KERNEL", ...
+    data: dict = field(default_factory=dict)  # "expr", "result", "op", "user_stack", ...
+
+
+def draft_export_failures(model: Any, args: tuple, kwargs: dict,
+                          dynamic_shapes: Any) -> tuple[list[DraftFailure], dict[int, str]]:
+    """The problems torch.export.draft_export saw, and its file table (a user stack names files by
+    number). Its program bakes in the example's branch: it is dropped here, never shipped."""
+    from torch._logging.structured import INTERN_TABLE
+
+    program = torch.export.draft_export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+    report = getattr(program, "_report", None)
+    del program
+    if report is None:
+        return [], {}
+    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {})
+                for failure in report.failures]
+    return failures, {number: name for name, number in INTERN_TABLE.items()}
+
+
+@contextlib.contextmanager
+def stack_frames_kept(keep: Callable[[str, str], bool]) -> Iterator[bool]:
+    """While active, non-strict capture's stack traces also keep each frame (file, function)
+    that `keep` accepts; torch asks only about frames its own rule drops (not `forward`, not
+    torch/__init__.py, not a registered anchor). Yields whether this torch can (stacks.py).
+
+    2.13 keeps the frames of `forward` and of the anchors in `torch.fx.proxy._STACK_TRACE_ANCHORS`
+    (a set of (file, function)): the set is replaced by one that also says yes when `keep` does."""
+    from torch.fx import proxy
+
+    stock = proxy._STACK_TRACE_ANCHORS
+
+    class Anchors(set):
+        def __contains__(self, key: object) -> bool:
+            return set.__contains__(self, key) or keep(*key)  # type: ignore[misc]
+
+    anchors = Anchors(stock)
+    proxy._STACK_TRACE_ANCHORS = anchors
+    try:
+        yield True
+    finally:
+        proxy._STACK_TRACE_ANCHORS = stock
+        # Anchors torch itself registered meanwhile (annotate_fn) belong to the stock set.
+        stock.update(set.__iter__(anchors))
+
+
+@contextlib.contextmanager
+def nodes_observed(observe: Callable[[Any], None]) -> Iterator[None]:
+    """While active, `observe(node)` sees every node torch's tracers create, after the stock
+    method built it (make_fx's `proxy_call` goes through `TracerBase.create_proxy`)."""
+    from torch.fx import proxy
+
+    stock = proxy.TracerBase.__dict__["create_proxy"]
+
+    @functools.wraps(stock)
+    def create_proxy(tracer: Any, *args: Any, **kwargs: Any) -> Any:
+        created = stock(tracer, *args, **kwargs)
+        observe(getattr(created, "node", None))
+        return created
+
+    proxy.TracerBase.create_proxy = create_proxy
+    try:
+        yield
+    finally:
+        proxy.TracerBase.create_proxy = stock
+
+
+def reset_codegen_counter() -> None:
+    """torch.fx names generated code `<eval_with_key>.N` from a process-wide counter: back to 0,
+    and the generated sources it cached forgotten, as in a fresh process (pipeline/__init__.py)."""
+    from torch.fx.graph_module import _loader
+
+    _loader.next_id = 0
+    _loader.eval_cache.clear()
+
+
+@contextlib.contextmanager
+def onnx_exporting() -> Iterator[None]:
+    """As `_core.export` does: torch.onnx.is_in_onnx_export() is true inside."""
+    from torch.onnx._internal.exporter import _flags
+
+    _flags._is_onnx_exporting = True
+    try:
+        yield
+    finally:
+        _flags._is_onnx_exporting = False
+
+
+# --- ops -------------------------------------------------------------------------------------
+
+def is_op_overload(value: Any) -> bool:
+    return isinstance(value, torch._ops.OpOverload)
+
+
+def is_higher_order_op(value: Any) -> bool:
+    return isinstance(value, torch._ops.HigherOrderOperator)
+
+
+def is_torch_op(value: Any) -> bool:
+    """An op a translation table may name: an overload or an overload packet."""
+    return isinstance(value, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+
+
+def overloads(torch_op: Any) -> list[Any]:
+    """An OpOverloadPacket means all its overloads (the public API only accepts OpOverloads)."""
+    if isinstance(torch_op, torch._ops.OpOverloadPacket):
+        return [getattr(torch_op, name) for name in torch_op.overloads()]
+    return [torch_op]
+
+
+def op_base_name(op: Any) -> str:
+    """`linalg_svd` for aten.linalg_svd.default."""
+    return op._opname
+
+
+def op_name(op: Any) -> str:
+    """`aten._linalg_svd.default`."""
+    return f"{op.namespace}.{op._opname}.{op._overloadname}"
+
+
+def is_onnx_op(target: Any) -> bool:
+    """An ONNX op already (onnxscript ops in the graph): nothing to translate."""
+    return _core._is_onnx_op(target)
+
+
+def dispatch(node: Any, registry: Any) -> tuple[Callable | None, str]:
+    """The translation the exporter would pick for an FX node, or None and why not."""
+    return _dispatching.dispatch(node, registry)
+
+
+def returns_without_mutating(op: Any) -> bool:
+    """The op returns something and mutates nothing (functionalization keeps such ops)."""
+    schema = op._schema
+    return not schema.is_mutable and bool(schema.returns)
+
+
+def composite_implicit_decomposition(op: Any) -> Callable | None:
+    """The op's CompositeImplicitAutograd kernel, which run_decompositions inlines, if it has one."""
+    if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd"):
+        return op.decompose
+    return None
+
+
+def keeps_op(decomposition: Any) -> bool:
+    """The CIA table's entry saying the op is preserved as it is (not decomposed)."""
+    return decomposition is _exported_program._special_op_to_preserve_cia
+
+
+def dispatch_mode_base() -> type:
+    """The base class of a mode that sees every op dispatched (traced_ops.py's recorder)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return TorchDispatchMode
+
+
+@contextlib.contextmanager
+def outside_tracing() -> Iterator[None]:
+    """No tracer, fake mode or torch-function mode sees the ops run inside."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes(), torch._C.DisableTorchFunction():
+        yield
+
+
+def size_hint(value: Any) -> Any:
+    """A symbolic number's example value (None: unbacked); reading it adds no guard."""
+    return value.node.hint
+
+
+# --- registry and decomposition tables (pipeline/tables.py) -----------------------------------
+
+def build_registry(opset: int) -> Any:
+    """The ONNX registry `torch.onnx.export` builds for this opset (~0.3 s)."""
+    return _registration.ONNXRegistry.from_torchlib(opset_version=opset)
+
+
+def copy_registry(registry: Any) -> Any:
+    """A registry of its own with the same translations (custom translations go there)."""
+    copy = _registration.ONNXRegistry()
+    copy._opset_version = registry._opset_version
+    copy.functions = {key: list(metas) for key, metas in registry.functions.items()}
+    return copy
+
+
+def register_translation(registry: Any, op: Any, function: Any) -> None:
+    registry.register_op(op, function, is_complex=False)
+
+
+def op_namespaces() -> tuple[str, ...]:
+    """The op namespaces torch knows (a `torch.library.custom_op` adds one)."""
+    return tuple(sorted(torch.ops._dir))
+
+
+@functools.lru_cache(maxsize=1)
+def torchlib_op_names() -> tuple[str, ...]:
+    """The torch ops onnxscript's torchlib translates, by qualified name (fixed per process)."""
+    from torch.onnx._internal._lazy_import import onnxscript_apis
+
+    return tuple(sorted({meta.qualified_name for meta in onnxscript_apis.get_torchlib_ops()}))
+
+
+def torchlib_ops_available() -> frozenset[str]:
+    """The torchlib ops `ONNXRegistry.from_torchlib()` would find now, asked with its own lookup
+    (`_get_overload`: torchvision's ops also need torchvision to be importable)."""
+    logger = _registration.logger
+    silenced = logger.disabled  # its "torchvision is not installed" warnings, once per op per call
+    logger.disabled = True
+    try:
+        return frozenset(name for name in torchlib_op_names() if _registration._get_overload(name) is not None)
+    finally:
+        logger.disabled = silenced
+
+
+def decomposition_tables(registry: Any) -> tuple[dict, dict]:
+    """(CIA table, Python table): the ONNX-friendly decomposition table for the ops the registry
+    translates, split the way ExportedProgram.run_decompositions splits it."""
+    onnx_ops = set(_decomp.get_onnx_implemented_overloads(registry))
+    table = _decomp.create_onnx_friendly_decomposition_table(onnx_ops)
+    return _exported_program._split_decomp_table_to_cia_and_python_decomp(table)
+
+
+def record_cia_override(cia_to_decomp: dict) -> RecordedOverride | None:
+    """torch's CompositeImplicitAutograd override for this table, recorded (cia_override.py)."""
+    return RecordedOverride.record(cia_to_decomp)
+
+
+def dims_from_strings(dynamic_shapes: Any) -> tuple[Any, bool]:
+    """String dims ("batch") as torch.export Dims, and whether the ONNX axes need renaming after."""
+    from torch.onnx._internal.exporter import _dynamic_shapes
+
+    return _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)
+
+
+# --- decompose, translate, optimize ----------------------------------------------------------
+
+def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
+              override: RecordedOverride | None) -> Any:
+    """`_core._prepare_exported_program_for_export`, with the decomposition tables given (and
+    torch's CIA override entered from its recording when it matches)."""
+    from torch.onnx._internal.exporter import _fx_passes
+
+    def run_decompositions() -> Any:
+        return _exported_program._decompose_exported_program(
+            program, cia_to_decomp=cia_to_decomp, python_decomp_table=python_decomp_table,
+            joint_loss_index=None, decompose_custom_triton_ops=False)
+
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True), recorded_override(override):
+        decomposed = _exported_program._disable_prexisiting_fake_mode(run_decompositions)()
+        graph_module = decomposed.graph_module
+        _fx_passes.insert_type_promotion_nodes(graph_module)
+        graph_module = _fx_passes.remove_assertion_nodes(graph_module)
+        decomposed._graph_module = graph_module
+    return decomposed
+
+
+def translate(decomposed: Any, registry: Any, opset: int) -> Any:
+    """`_core.export` step 3: translate to an ONNXProgram, then convert to the opset."""
+    from torch.onnx._internal._lazy_import import onnxscript_apis
+
+    onnx_program = _core._exported_program_to_onnx_program(decomposed, registry=registry)
+    onnx_program.model = onnxscript_apis.convert_version(onnx_program.model, opset)
+    return onnx_program
+
+
+def rename_inputs(model: Any, names: list[str]) -> None:
+    from torch.onnx._internal.exporter import _ir_passes
+
+    _ir_passes.rename_inputs(model, names)
+
+
+def rename_outputs(model: Any, names: list[str]) -> None:
+    from torch.onnx._internal.exporter import _ir_passes
+
+    _ir_passes.rename_outputs(model, names)
+
+
+def rename_dynamic_axes(onnx_program: Any, dynamic_shapes: Any) -> None:
+    """The ONNX axes named after the string dims of the dynamic shapes, as the public API does."""
+    onnx_program._rename_dynamic_axes(dynamic_shapes)
+
+
+# --- tensors and programs --------------------------------------------------------------------
+
+def is_fake(tensor: Any) -> bool:
+    from torch._subclasses.fake_tensor import is_fake as fake
+
+    return bool(fake(tensor))
+
+
+def tree_map(function: Callable[[Any], Any], value: Any) -> Any:
+    """`value` with `function` applied to each pytree leaf (torch.export's view of the inputs)."""
+    from torch.utils import _pytree
+
+    return _pytree.tree_map(function, value)
+
+
+def leaves_with_paths(value: Any, is_leaf: Callable[[Any], bool]) -> list[tuple[str, Any]]:
+    """Each pytree leaf of `value` with its path as torch writes it (`['past_key_values']`)."""
+    from torch.utils import _pytree
+
+    leaves, _ = _pytree.tree_flatten_with_path(value, is_leaf=is_leaf)
+    return [(_pytree.keystr(path), leaf) for path, leaf in leaves]
+
+
+def flat_user_args(program: Any, args: tuple, kwargs: dict) -> list[Any]:
+    """The example inputs flattened as the program's signature takes them (raises if they do
+    not match it)."""
+    flat, _ = program._get_flat_args_with_check(args, kwargs)
+    return flat
+
+
+def graph_module_inputs(program: Any, args: tuple, kwargs: dict) -> list[Any]:
+    """What the program's graph module is called with: parameters, buffers, constants, inputs."""
+    return program._graph_module_flat_inputs(args, kwargs)
+
+
+def to_ort_value(tensor: Any) -> Any:
+    """An onnxruntime OrtValue of a tensor (bfloat16 included)."""
+    from torch.onnx._internal.exporter import _onnx_program
+
+    return _onnx_program._to_ort_value(tensor)
+
+
+def from_ort_value(value: Any) -> Any:
+    from torch.onnx._internal.exporter import _onnx_program
+
+    return _onnx_program._from_ort_value(value)
+
+
+# --- the report's torch sections (report/torch_sections.py) ----------------------------------
+
+def format_exported_program(program: Any) -> str:
+    """The program as torch's report shows it: fenced, colours stripped."""
+    from torch.onnx._internal.exporter import _reporting
+
+    return _reporting._format_exported_program(program)
+
+
+def analysis(program: Any, registry: Any | None) -> str:
+    """torch's `_analysis.analyze` text: parameters, inputs/outputs, op counts, ops the registry
+    (the default one when None) cannot translate."""
+    from torch.onnx._internal.exporter import _analysis
+
+    buffer: TextIO = io.StringIO()
+    _analysis.analyze(program, registry=registry if registry is not None else _registration.ONNXRegistry.from_torchlib(),
+                      file=buffer)
+    return buffer.getvalue()
+
+
+def decomposition_comparison(captured: Any, decomposed: Any) -> str:
+    """torch's report section comparing the ops before and after decomposition."""
+    from torch.onnx._internal.exporter import _analysis, _reporting
+
+    return _reporting.format_decomp_comparison(*_analysis.compare_ops(captured, decomposed))
+
+
+# The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
+__all__ = [
+    "NAME", "FULL", "DEFAULT_OPSET", "TORCHLIB_OPSET",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
+    "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
+    "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
+    "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
+    "outside_tracing", "size_hint",
+    "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
+    "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
+    "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
+    "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
+    "format_exported_program", "analysis", "decomposition_comparison",
+]
