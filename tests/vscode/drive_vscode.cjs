@@ -21,11 +21,15 @@ const { chromium } = require(config.playwright);
 const result = { steps: {}, errors: [], timings: {} };
 const t0 = Date.now();
 const log = (message) => process.stderr.write(`[drive ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
+// Every wait is on state (what the window shows, a file, a log line), bounded so that a hang
+// ends; the bounds are generous because a loaded machine is slow, and they are not what the test
+// asserts: the test asserts what the steps saw.
+const LONG = 120_000;
 
 async function openWorkbench(browser, url) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
-  await page.goto(url);
-  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: 60_000 });
+  await page.goto(url, { timeout: LONG });
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
   return page;
 }
 
@@ -36,8 +40,8 @@ async function openFile(page, relativePath) {
   await page.keyboard.type(relativePath);
   const name = path.basename(relativePath);
   await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
-  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: 20_000 });
-  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: 20_000 });
+  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: LONG });
+  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: LONG });
 }
 
 /** What the window shows now: the problems counter, Problems panel rows, squiggles, tabs, status bar. */
@@ -75,12 +79,21 @@ async function observe(page) {
   });
 }
 
+/** Opens the Problems panel and waits until it has rendered: its rows, or its "no problems" message. */
 async function showProblemsPanel(page) {
   if (!(await page.locator(".markers-panel").isVisible())) {
     await page.keyboard.press("Control+Shift+M");
   }
-  await page.waitForSelector(".markers-panel", { state: "visible", timeout: 10_000 });
-  await page.waitForTimeout(300); // the tree renders its rows after the panel opens
+  await page.waitForSelector(".markers-panel", { state: "visible", timeout: LONG });
+  await page.waitForFunction(
+    () => {
+      const shown = (element) => element.getClientRects().length > 0 && element.textContent.trim() !== "";
+      const panel = document.querySelector(".markers-panel");
+      return [...panel.querySelectorAll(".monaco-list-row, .message-box-container")].some(shown);
+    },
+    null,
+    { timeout: LONG, polling: 100 },
+  );
 }
 
 /** Runs a command from the Command Palette (F1), as a person would. */
@@ -94,16 +107,28 @@ async function runCommand(page, title, { waitHidden = true } = {}) {
   }
 }
 
-/** Sets a text or number setting in the Settings editor (the user settings), as a person would. */
-async function changeSetting(page, key, value) {
+/**
+ * Sets a text or number setting in the Settings editor (the user settings), as a person would,
+ * and waits until VS Code has written it to `settingsFile`.
+ */
+async function changeSetting(page, settingsFile, key, value) {
   await runCommand(page, "Preferences: Open User Settings"); // opens with the search box focused
   await page.waitForSelector(".settings-editor", { state: "visible" });
   await page.keyboard.type(`@id:${key}`); // only this setting
   const input = page.locator(`.settings-editor input[aria-label="${key}"]`);
-  await input.waitFor({ timeout: 10_000 });
+  await input.waitFor({ timeout: LONG });
   await input.fill(value);
   await input.press("Tab"); // leave the field: the value is written to settings.json
-  await page.waitForTimeout(1000);
+  const written = () => {
+    try {
+      return String(JSON.parse(fs.readFileSync(settingsFile, "utf8"))[key]) === value;
+    } catch {
+      return false; // not there yet, or being written
+    }
+  };
+  if (!(await until(page, written, LONG))) {
+    throw new Error(`${key} = ${value} was not written to ${settingsFile}`);
+  }
   // Close the Settings editor, so that the next change starts from a fresh one.
   await clickAt(page, page.locator(".tabs-container .tab", { hasText: "Settings" }).locator(".codicon-close").first());
   await page.waitForSelector(".settings-editor", { state: "hidden" });
@@ -139,7 +164,7 @@ async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
  * waits for the element to be "stable", which the action widget's rows never are.)
  */
 async function clickAt(page, locator) {
-  await locator.waitFor({ state: "visible", timeout: 10_000 });
+  await locator.waitFor({ state: "visible", timeout: LONG });
   const box = await locator.boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
 }
@@ -166,35 +191,70 @@ async function webviewText(page, needle, timeoutMs) {
 }
 
 /**
- * Waits until a notification containing `text` has been shown: as a toast, or — a toast that
- * timed out and was hidden before anyone looked, as VS Code does with notifications that need no
- * action — in the notification center, which keeps every notification until it is cleared. A wait
- * on that state, not on a toast being on screen at the right moment.
+ * Polls `predicate` (in this script: files, logs) until it holds or `timeoutMs` pass; returns
+ * whether it held. It does not fail: the caller fails, or records what it then sees for the test.
  */
-async function waitForNotification(page, text, timeoutMs) {
+async function until(page, predicate, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) {
+      return false;
+    }
+    await page.waitForTimeout(250);
+  }
+  return true;
+}
+
+const notificationCenter = (page) => page.locator(".notifications-center.visible");
+const bell = (page) => page.locator('.statusbar-item[id="status.notifications"]').first();
+
+async function closeNotificationCenter(page) {
+  if (await notificationCenter(page).isVisible().catch(() => false)) {
+    await bell(page).click();
+  }
+}
+
+/**
+ * A notification containing `text`, on screen: its toast, or — a toast that timed out and was
+ * hidden, as VS Code does with notifications that are not sticky (a warning with buttons too), on a
+ * loaded machine before anyone looked — its entry in the notification center, which keeps every
+ * notification until it is cleared (then the center is left open: closeNotificationCenter).
+ * Returns where it was and its locator (its buttons work in either place). A wait on that state,
+ * not on a toast being on screen at the right moment.
+ */
+async function findNotification(page, text, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   const toast = page.locator(".notification-toast", { hasText: text }).first();
-  const bell = page.locator('.statusbar-item[id="status.notifications"]').first();
+  const entry = page.locator(".notifications-center .notification-list-item", { hasText: text }).first();
   let lastCenterLook = 0;
   while (Date.now() < deadline) {
     if (await toast.isVisible().catch(() => false)) {
-      return "toast";
+      return { seenIn: "toast", item: toast };
     }
-    if (Date.now() - lastCenterLook > 5_000 && (await bell.isVisible().catch(() => false))) {
+    if (Date.now() - lastCenterLook > 5_000 && (await bell(page).isVisible().catch(() => false))) {
       lastCenterLook = Date.now();
-      await bell.click();
-      const center = page.locator(".notifications-center .notification-list-item", { hasText: text }).first();
-      const inCenter = await center.waitFor({ state: "visible", timeout: 1_500 }).then(() => true, () => false);
-      if (await page.locator(".notifications-center.visible").isVisible().catch(() => false)) {
-        await bell.click(); // close the center again
+      if (!(await notificationCenter(page).isVisible().catch(() => false))) {
+        await bell(page).click();
       }
-      if (inCenter) {
-        return "notification center";
+      if (await entry.waitFor({ state: "visible", timeout: 1_500 }).then(() => true, () => false)) {
+        return { seenIn: "notification center", item: entry };
       }
+      await closeNotificationCenter(page);
     }
     await page.waitForTimeout(250);
   }
   throw new Error(`no notification containing ${JSON.stringify(text)} within ${timeoutMs} ms`);
+}
+
+/** The log files under `dir` whose names end with `suffix` (VS Code's output channel logs). */
+function logFiles(dir, suffix) {
+  if (!fs.existsSync(dir)) {
+    return [];
+  }
+  return fs
+    .readdirSync(dir, { recursive: true })
+    .filter((name) => String(name).endsWith(suffix))
+    .map((name) => path.join(dir, String(name)));
 }
 
 async function screenshot(page, name) {
@@ -257,22 +317,32 @@ async function main() {
     // The extension with an interpreter that lacks onnxlens: a notification with the install
     // action, which runs that interpreter's pip (here a venv without pip: it fails, visibly).
     await step("missing", missingPage, async () => {
-      const toast = missingPage.locator(".notification-toast", { hasText: config.missing.message }).first();
-      await toast.waitFor({ timeout: 30_000 });
+      // The notification comes once the extension has found that the interpreter lacks onnxlens.
+      const asked = await findNotification(missingPage, config.missing.message, LONG);
       const before = await observe(missingPage);
-      await clickAt(missingPage, toast.locator(".monaco-button", { hasText: config.missing.action }).first());
+      const install = asked.item.locator(".monaco-button", { hasText: config.missing.action }).first();
+      if (!(await install.isVisible())) {
+        // In the notification center an entry shows its buttons when expanded.
+        await asked.item.locator(".codicon-notifications-expand").first().click();
+      }
+      await clickAt(missingPage, install);
+      await closeNotificationCenter(missingPage);
       // pip runs as a VS Code task in a terminal; on a loaded machine that takes a while.
-      const seenIn = await waitForNotification(missingPage, config.missing.afterAction, 120_000);
-      log(`missing: "${config.missing.afterAction}" seen in the ${seenIn}`);
-      return { before, seenIn };
+      const outcome = await findNotification(missingPage, config.missing.afterAction, LONG);
+      await closeNotificationCenter(missingPage);
+      log(`missing: "${config.missing.message}" seen in the ${asked.seenIn}, "${config.missing.afterAction}" in the ${outcome.seenIn}`);
+      return { before, askedIn: asked.seenIn, seenIn: outcome.seenIn };
     });
 
     await step("problems", withPage, async () => {
       const started = Date.now();
       await waitForErrors(withPage, config.minErrors, 1e9, config.problemsTimeoutMs);
       const seconds = (Date.now() - started) / 1000;
+      // Problems found while the export runs are shown before it ends (labelled as such): wait
+      // for its end too, the status entry with the problem count, whose rows the test asserts.
+      await waitForStatusItem(withPage, "onnxlens", config.problemsStatus, LONG);
       await showProblemsPanel(withPage);
-      await withPage.waitForSelector(".markers-panel .monaco-list-row", { timeout: 10_000 });
+      await withPage.waitForSelector(".markers-panel .monaco-list-row", { timeout: LONG });
       return { secondsUntilProblems: seconds };
     });
 
@@ -286,16 +356,16 @@ async function main() {
       // Double-click the problem: the editor selects its range and takes the focus. Then Ctrl+.
       // lists the code actions there.
       await withPage.locator(".markers-panel .monaco-list-row", { hasText: config.codeAction.problemText }).first().dblclick();
-      await withPage.waitForTimeout(500);
+      await withPage.waitForSelector(".editor-instance .monaco-editor.focused", { timeout: LONG });
       await withPage.keyboard.press("Control+.");
-      await withPage.waitForSelector(".action-widget .monaco-list-row", { state: "visible", timeout: 15_000 });
+      await withPage.waitForSelector(".action-widget .monaco-list-row", { state: "visible", timeout: LONG });
       const actions = await withPage.$$eval(".action-widget .monaco-list-row", (rows) => rows.map((row) => row.textContent.trim()));
       await clickAt(withPage, withPage.locator(".action-widget .monaco-list-row", { hasText: config.codeAction.title }).first());
       await withPage
         .locator(".tabs-container .tab", { hasText: new RegExp(config.codeAction.expectTab) })
         .first()
-        .waitFor({ timeout: 30_000 });
-      return { actions, previewText: await webviewText(withPage, config.codeAction.previewText, 15_000) };
+        .waitFor({ timeout: LONG });
+      return { actions, previewText: await webviewText(withPage, config.codeAction.previewText, LONG) };
     });
 
     await step("fix", withPage, async () => {
@@ -307,6 +377,7 @@ async function main() {
       await withPage.waitForSelector(".quick-input-widget input", { state: "visible" });
       await withPage.keyboard.type(`${config.fix.line}:1`);
       await withPage.keyboard.press("Enter");
+      await withPage.waitForSelector(".quick-input-widget", { state: "hidden" });
       for (let line = config.fix.line; line < config.fix.endLine; line++) {
         await withPage.keyboard.press("Shift+ArrowDown");
       }
@@ -316,9 +387,14 @@ async function main() {
       const started = Date.now();
       // The re-export has finished (the status entry says ok) and the problems are gone.
       await waitForStatusItem(withPage, config.fix.statusId, config.fix.statusOk, config.clearTimeoutMs);
-      await waitForErrors(withPage, 0, 0, 5_000);
-      await withPage.waitForTimeout(500);
-      return { secondsUntilClear: (Date.now() - started) / 1000 };
+      await waitForErrors(withPage, 0, 0, LONG);
+      const secondsUntilClear = (Date.now() - started) / 1000;
+      // The editor drops its squiggles after the counter: wait for that before observing (the
+      // test asserts that there are none).
+      await withPage
+        .waitForFunction(() => !document.querySelector(".editor-instance .squiggly-error"), null, { timeout: LONG, polling: 250 })
+        .catch(() => log("fix: squiggles still shown"));
+      return { secondsUntilClear };
     });
 
     await step("commands", withPage, async () => {
@@ -342,11 +418,11 @@ async function main() {
       // Reveal ONNX File: pick one of the exported models; the Explorer selects it.
       await runCommand(withPage, "ONNX Lens: Reveal ONNX File", { waitHidden: false });
       const pick = withPage.locator(".quick-input-list .monaco-list-row", { hasText: config.commands.reveal });
-      await pick.first().waitFor({ timeout: 10_000 });
+      await pick.first().waitFor({ timeout: LONG });
       const choices = await withPage.$$eval(".quick-input-list .monaco-list-row", (rows) => rows.map((row) => row.textContent));
       await clickAt(withPage, pick.first());
       const selected = withPage.locator(".explorer-folders-view .monaco-list-row.selected", { hasText: config.commands.reveal });
-      await selected.first().waitFor({ timeout: 10_000 });
+      await selected.first().waitFor({ timeout: LONG });
       return { secondsUntilExported, output, choices, explorerSelection: await selected.first().textContent() };
     });
 
@@ -356,11 +432,21 @@ async function main() {
     await step("interpreterChange", missingPage, async () => {
       const change = config.interpreterChange;
       const started = Date.now();
-      await changeSetting(missingPage, "onnxlens.interpreter", change.interpreter);
+      await changeSetting(missingPage, change.settingsFile, "onnxlens.interpreter", change.interpreter);
       await waitForStatusItem(missingPage, "onnxlens", change.statusPattern, change.timeoutMs);
       const secondsUntilExported = (Date.now() - started) / 1000;
-      await changeSetting(missingPage, "onnxlens.jobs", String(change.jobs));
-      await missingPage.waitForTimeout(3000); // the change goes out as a notification: nothing to wait on in the UI
+      await changeSetting(missingPage, change.settingsFile, "onnxlens.jobs", String(change.jobs));
+      // The change goes to the server as a notification, which the LSP trace logs: wait for it
+      // there (the test reads the trace and asserts what was sent).
+      const sent = await until(
+        missingPage,
+        () =>
+          logFiles(change.logsDir, "ONNX Lens Trace.log").some((file) =>
+            /Sending notification 'workspace\/didChangeConfiguration'[^]*"jobs": 2\b/.test(fs.readFileSync(file, "utf8")),
+          ),
+        LONG,
+      );
+      log(`interpreterChange: the jobs change ${sent ? "is" : "is not"} in the LSP trace`);
       return { secondsUntilExported };
     });
   } finally {

@@ -179,7 +179,11 @@ class CodeServer:
         return "\n".join(texts)
 
 
-def drive(config: dict, workdir: Path, timeout: float = 240) -> dict:
+# Bounds the whole driver run (several minutes on a loaded machine; ~2 when not).
+DRIVE_TIMEOUT = 900
+
+
+def drive(config: dict, workdir: Path, timeout: float = DRIVE_TIMEOUT) -> dict:
     """Runs drive_vscode.cjs with `config` and returns what it recorded."""
     config_file, result_file = workdir / "drive-config.json", workdir / "drive-result.json"
     config_file.write_text(json.dumps({"playwright": str(PLAYWRIGHT), "chromium": str(CHROMIUM), **config}, indent=2))
