@@ -130,7 +130,13 @@ def _ort_value(tensor: Any) -> Any:
     raw = getattr(tensor, "raw", None)
     if isinstance(raw, torch.Tensor):
         return internals.to_ort_value(raw.detach().cpu().contiguous())
-    return ort.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(tensor.numpy()))
+    array = np.ascontiguousarray(tensor.numpy())
+    if type(array.dtype).__module__.startswith("ml_dtypes") or array.dtype.type.__module__.startswith("ml_dtypes"):
+        # bfloat16 and the 8-bit floats (folded constants hold them as ml_dtypes arrays, which
+        # onnxruntime cannot take as such): their bits, with the ONNX element type beside them.
+        bits = array.view(np.uint8 if array.dtype.itemsize == 1 else np.uint16)
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, onnx_element_type=int(tensor.dtype))
+    return ort.OrtValue.ortvalue_from_numpy(array)
 
 
 def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None) -> Any:
