@@ -95,6 +95,21 @@ class Fix(Plain):
 
 
 @dataclass
+class TranslationStub(Plain):
+    """The start of an ONNX translation for an op without one (exporter/pipeline/translation_stubs.py):
+    what the quick fix "Write an ONNX translation for aten.X" writes into the target's
+    custom-translations module."""
+
+    op: str  # "aten.linalg_eig.default"
+    key: str  # "torch.ops.aten.linalg_eig.default": the op as the table's key
+    function: str  # "aten_linalg_eig": the function's name
+    source: str  # the function's text, parameters from the op's schema, a body to fill in
+    opset: int  # the ONNX opset the target exports to (`from onnxscript import opsetN as op`)
+    needs_sequence: bool = False  # the signature uses `Sequence` (from collections.abc)
+    decomposition: str | None = None  # torch's own decomposition ("torch/_refs/…py:123"), to read first
+
+
+@dataclass
 class Finding(Plain):
     code: str
     message: str
@@ -105,6 +120,7 @@ class Finding(Plain):
     source_line: str | None = None  # text of the primary line, for reports and the CLI
     docs_url: str | None = None  # becomes the LSP codeDescription
     fixes: list[Fix] = field(default_factory=list)
+    translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -117,6 +133,8 @@ class Finding(Plain):
             finding.location = Location.from_dict(finding.location)
         finding.related = [Related.from_dict(r) if isinstance(r, dict) else r for r in finding.related]
         finding.fixes = [Fix.from_dict(f) if isinstance(f, dict) else f for f in finding.fixes]
+        finding.translation_stubs = [TranslationStub.from_dict(s) if isinstance(s, dict) else s
+                                     for s in finding.translation_stubs]
         return finding
 
 

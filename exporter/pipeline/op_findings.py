@@ -20,7 +20,7 @@ from onnxlens.exporter.locations.columns import first_non_blank
 from onnxlens.exporter.locations.names import calling_library_frame, library_function, module_list
 from onnxlens.exporter.locations.place import primary_index
 from onnxlens.exporter.pipeline.op_sources import OpSource
-from onnxlens.exporter.types import Finding, Location, Related
+from onnxlens.exporter.types import Finding, Location, Related, TranslationStub
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
 
@@ -33,6 +33,7 @@ class UnsupportedOp:
     torch_fn: str | None  # e.g. "builtin_function_or_method.linalg_eigvals"
     module_path: str | None
     source: OpSource = OpSource(None)  # what the user called (op_sources.py)
+    stub: TranslationStub | None = None  # the start of a translation (translation_stubs.py)
 
 
 def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Location | None) -> list[Finding]:
@@ -54,8 +55,10 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
         if any(module_paths):
             message += f" [module: {module_list([path for path in module_paths if path])}]"
         related = _other_calls(group, place.location, calls) + place.related + _other_library_calls(group, place, workspace)
+        stubs = {op.stub.op: op.stub for op in group if op.stub is not None}
         findings.append(Finding(code="unsupported-op", stage="scan", location=place.location, related=related,
-                                source_line=place.source_line, docs_url=ONNX_DOCS_URL, message=message))
+                                source_line=place.source_line, docs_url=ONNX_DOCS_URL, message=message,
+                                translation_stubs=list(stubs.values())))
     return findings
 
 

@@ -21,12 +21,13 @@ from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.pipeline.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 
 
 def run(job: Job) -> None:
     """The scan stage: a finding per line with ops that have no translation."""
-    missing = unsupported_ops(job.decomposed, job.registry)
+    missing = unsupported_ops(job.decomposed, job.registry, opset=job.opset)
     if not missing:
         return
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
@@ -60,7 +61,9 @@ def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[Unsuppor
     return deepest_frames(missing, [strict], job.workspace)
 
 
-def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
+def unsupported_ops(program: Any, registry: Any, opset: int | None = None) -> list[UnsupportedOp]:
+    """Every call of an op the registry cannot translate; with `opset`, each with the stub of a
+    translation to that opset (the quick fix's)."""
     found = []
     for module in graph_modules(program):
         for node in module.graph.nodes:
@@ -72,6 +75,8 @@ def unsupported_ops(program: Any, registry: Any) -> list[UnsupportedOp]:
             if function is not None:
                 continue
             found.append(unsupported_op(node, reason))
+            if opset is not None:
+                found[-1].stub = stub_for(node.target, opset) if internals.is_op_overload(node.target) else None
     return found
 
 
@@ -121,6 +126,7 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                     best = UnsupportedOp(op=op.op, reason=op.reason, frames=matches[index].frames,
                                          torch_fn=op.torch_fn or matches[index].torch_fn,
                                          module_path=op.module_path,
-                                         source=op.source if op.source.call else matches[index].source)
+                                         source=op.source if op.source.call else matches[index].source,
+                                         stub=op.stub)
             located.append(best)
     return located

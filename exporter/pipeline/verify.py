@@ -1,15 +1,22 @@
 """The verify stage: onnxruntime against torch on the example inputs (exporter/verify).
 
 A mismatch is a warning: the model is still saved. Trouble running the verification itself is
-logged, never a reason to lose the export. A finding no line of the user's code produced (a value
+logged, never a reason to lose the export. A mismatch first seen at an op the target's own
+custom translation translated lands in that translation (the user's code that is wrong), the
+op's call related. A finding no line of the user's code produced (a value
 computed, or a node onnxruntime refused, in library code only) goes to the model's definition,
 as errors do.
 """
 
 from __future__ import annotations
 
-from onnxlens.exporter.locations import Place
+import inspect
+from typing import Any
+
+from onnxlens.exporter.locations import Place, Workspace, is_user_code, source_line
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.torch_internals.active import internals
+from onnxlens.exporter.types import Finding, Location, Related, VerificationSummary
 
 
 def run(job: Job) -> None:
@@ -27,6 +34,8 @@ def run(job: Job) -> None:
         job.log(f"verification failed to run: {type(error).__name__}: {error}")
         return
     job.result.verification = summary
+    custom = job.target.custom_translations
+    findings = [_in_translation(f, summary, custom, job.workspace) if custom else f for f in findings]
     for finding in findings:
         if finding.location is None and job.fallback is not None:
             # No line of the user's code produced the value (or the node onnxruntime refused):
@@ -36,3 +45,37 @@ def run(job: Job) -> None:
             finding.location, finding.source_line = place.location, place.source_line
             finding.message += "\n(no line of your code is on its call chain: shown at the model's definition)"
     job.result.findings.extend(findings)
+
+
+def _in_translation(finding: Finding, summary: VerificationSummary, custom: dict, workspace: Workspace) -> Finding:
+    """The mismatch on the user's custom translation of the op where the values first differ,
+    when that translation is in the workspace; the finding as it was otherwise."""
+    first = summary.first_mismatch
+    if finding.code != "mismatch" or first is None:
+        return finding
+    function = next((f for torch_op, f in custom.items() for overload in internals.overloads(torch_op)
+                     if str(overload) == first.target), None)
+    defined = _definition(function) if function is not None else None
+    if defined is None or not is_user_code(defined.file, workspace):
+        return finding
+    name = getattr(function, "__name__", None) or getattr(getattr(function, "function", None), "__name__", "?")
+    related = list(finding.related)
+    if finding.location is not None:
+        related.insert(0, Related(file=finding.location.file, line=finding.location.line,
+                                  column=finding.location.column, message=f"{first.target} is called here"))
+    return Finding(code=finding.code, severity=finding.severity, stage=finding.stage, location=defined,
+                   related=related, source_line=source_line(defined.file, defined.line),
+                   message=f"your ONNX translation of {first.target} (`{name}`) does not compute what torch does: "
+                           + finding.message)
+
+
+def _definition(function: Any) -> Location | None:
+    """The `def` line of a translation (a plain function, or an onnxscript function's Python one)."""
+    function = getattr(function, "function", function)  # onnxscript's OnnxFunction keeps the Python function
+    try:
+        function = inspect.unwrap(function)
+        file = inspect.getsourcefile(function)
+        line = inspect.getsourcelines(function)[1]
+    except (OSError, TypeError):
+        return None
+    return Location(file=file, line=line) if file else None

@@ -379,6 +379,13 @@ def graph_module_inputs(program: Any, args: tuple, kwargs: dict) -> list[Any]:
     return program._graph_module_flat_inputs(args, kwargs)
 
 
+def torch_decomposition(op: Any) -> Callable[..., Any] | None:
+    """torch's own Python decomposition of an op overload (torch._decomp's table), or None."""
+    import torch._decomp
+
+    return torch._decomp.decomposition_table.get(op)
+
+
 def to_ort_value(tensor: Any) -> Any:
     """An onnxruntime OrtValue of a tensor (bfloat16 included)."""
     from torch.onnx._internal.exporter import _onnx_program
@@ -449,6 +456,7 @@ PIECES = (
     "torch.onnx._internal.exporter._analysis.analyze",
     "torch.onnx._internal.exporter._analysis.compare_ops",
     "torch.onnx._internal._lazy_import.onnxscript_apis",
+    "torch._decomp.decomposition_table",
     "torch.export.exported_program._split_decomp_table_to_cia_and_python_decomp",
     "torch.export.exported_program._special_op_to_preserve_cia",
     "torch.export.exported_program._decompose_exported_program",
@@ -490,7 +498,7 @@ __all__ = [
     "outside_tracing", "size_hint",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
-    "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
+    "torch_decomposition", "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
     "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",
 ]

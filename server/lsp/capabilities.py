@@ -25,6 +25,7 @@ class ClientFeatures:
     code_description: bool = False  # textDocument.publishDiagnostics.codeDescriptionSupport
     encoding: str = "utf-16"  # the negotiated position encoding (LSP's default: UTF-16 code units)
     show_document: bool = False  # window.showDocument.support
+    create_files: bool = False  # workspace.workspaceEdit: documentChanges with the `create` resource operation
     work_done_progress: bool = False  # window.workDoneProgress
     code_lens_refresh: bool = False  # workspace.codeLens.refreshSupport
     configuration: bool = False  # workspace.configuration: settings can be pulled
@@ -41,11 +42,17 @@ class ClientFeatures:
             code_description=bool(publish and publish.code_description_support),
             encoding=encoding_name(encoding),
             show_document=bool(window and window.show_document and window.show_document.support),
+            create_files=_creates_files(workspace),
             work_done_progress=bool(window and window.work_done_progress),
             code_lens_refresh=bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support),
             configuration=bool(workspace and workspace.configuration),
             export_status=_experimental(capabilities.experimental).get(EXPORT_STATUS_CAPABILITY) is True,
         )
+
+
+def _creates_files(workspace: lsp.WorkspaceClientCapabilities | None) -> bool:
+    edit = workspace.workspace_edit if workspace else None
+    return bool(edit and edit.document_changes and lsp.ResourceOperationKind.Create in (edit.resource_operations or []))
 
 
 def _experimental(experimental: Any) -> dict[str, Any]:

@@ -87,9 +87,10 @@ class Client:
         manager = self._server.work_done_progress if self.features.work_done_progress else None
         return await Progress.begin(manager, message, cancellable=cancellable, on_cancel=on_cancel)
 
-    async def show_document(self, uri: str) -> bool:
+    async def show_document(self, uri: str, selection: lsp.Range | None = None) -> bool:
         """window/showDocument (the caller checks `features.show_document`); True if shown."""
-        result = await self._server.window_show_document_async(lsp.ShowDocumentParams(uri=uri, take_focus=True))
+        result = await self._server.window_show_document_async(
+            lsp.ShowDocumentParams(uri=uri, take_focus=True, selection=selection))
         return bool(result and result.success)
 
     # --- questions ---------------------------------------------------------------------------

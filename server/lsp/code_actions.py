@@ -1,12 +1,15 @@
 """Code actions on onnxlens diagnostics: open the report, re-export, show the exported program,
-and the finding's own fixes as quick fixes with a WorkspaceEdit."""
+the finding's own fixes as quick fixes with a WorkspaceEdit, and on an `unsupported-op` one
+"Write an ONNX translation for aten.X" per op (server/translation_fix.py decides the edits)."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Fix
+from onnxlens.server.translation_fix import Insertion, TranslationFix, translation_fix
 
+from .commands import OPEN_TRANSLATION
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
 from .uris import path_of, uri_of
@@ -29,6 +32,7 @@ class CodeActions(Feature):
         actions: list[lsp.CodeAction] = []
         for entry in entries:
             actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
+            actions += self._translation_actions(entry)
         seen: set[tuple[str, str]] = set()
         for entry in entries:
             if entry.owner in seen:
@@ -55,6 +59,44 @@ class CodeActions(Feature):
         if state.result and state.result.exported_program:
             actions.append(action("Show exported program", "onnxlens.showExportedProgram", target))
         return actions
+
+
+    def _translation_actions(self, entry: Entry) -> list[lsp.CodeAction]:
+        """"Write an ONNX translation for aten.X": needs a client that creates files from a
+        WorkspaceEdit (the module may be new)."""
+        stubs = entry.finding.translation_stubs
+        project = self.session.projects.get(entry.owner[0]) if stubs else None
+        state = project.targets.get(entry.owner[1]) if project else None
+        if state is None or not self.session.client.features.create_files:
+            return []
+        actions = []
+        for stub in stubs:
+            fix = translation_fix(state.spec, project.config_file, project.workspace.target_lines.get(entry.owner[1]), stub)
+            if fix is not None:
+                actions.append(translation_action(fix, entry.diagnostic))
+        return actions
+
+
+def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
+    """The edit, then the command that opens the module on the stub's body."""
+    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], edit=workspace_edit(fix.insertions),
+                          command=lsp.Command(title="Open the translation", command=OPEN_TRANSLATION,
+                                              arguments=[fix.module, fix.focus_line]))
+
+
+def workspace_edit(insertions: list[Insertion]) -> lsp.WorkspaceEdit:
+    """Insertions as documentChanges: files created first, then each file's edits in order (same-
+    position inserts apply in list order)."""
+    changes: list = [lsp.CreateFile(uri=uri_of(i.file), options=lsp.CreateFileOptions(overwrite=False, ignore_if_exists=True))
+                     for i in insertions if i.create]
+    by_file: dict[str, list[lsp.TextEdit]] = {}
+    for insertion in insertions:
+        position = lsp.Position(line=insertion.line - 1, character=insertion.column - 1)
+        by_file.setdefault(insertion.file, []).append(lsp.TextEdit(range=lsp.Range(start=position, end=position),
+                                                                   new_text=insertion.text))
+    changes += [lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri_of(file), version=None),
+                                     edits=edits) for file, edits in by_file.items()]
+    return lsp.WorkspaceEdit(document_changes=changes)
 
 
 def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:

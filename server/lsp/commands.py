@@ -1,4 +1,5 @@
-"""workspace/executeCommand: onnxlens.export, exportAll, openReport, showExportedProgram, restartWorker.
+"""workspace/executeCommand: onnxlens.export, exportAll, openReport, showExportedProgram, restartWorker,
+openTranslation.
 
 Arguments come from anywhere (a lens, a code action, a user's keybinding): each is validated and
 a bad one is an error response, never a crash, and never opens a file outside the output dir.
@@ -23,6 +24,7 @@ EXPORT_ALL = "onnxlens.exportAll"
 OPEN_REPORT = "onnxlens.openReport"
 SHOW_EXPORTED_PROGRAM = "onnxlens.showExportedProgram"
 RESTART_WORKER = "onnxlens.restartWorker"
+OPEN_TRANSLATION = "onnxlens.openTranslation"  # the translation quick fix's follow-up: open the stub
 
 
 def _invalid(message: str) -> JsonRpcInvalidParams:
@@ -100,6 +102,20 @@ class Commands(Feature):
         await self.session.restart_service()
         return {"restarted": True}
 
+    @command(OPEN_TRANSLATION)
+    async def open_translation(self, *args: Any) -> dict[str, Any]:
+        """Open a Python file of a configured workspace at a line (the stub the translation quick
+        fix wrote): [path, line]."""
+        if len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], int) or args[1] < 1:
+            raise _invalid(f"{OPEN_TRANSLATION}: expected [a file path, a line number], got {list(args)!r}")
+        path = norm(args[0])
+        if not path.endswith(".py") or not any(path.startswith(str(p.root) + "/") for p in self.session.projects.values()):
+            raise _invalid(f"{OPEN_TRANSLATION}: {args[0]!r} is not a Python file of a configured workspace")
+        if not Path(path).is_file():
+            raise _invalid(f"{OPEN_TRANSLATION}: {path} does not exist")
+        line = lsp.Position(line=args[1] - 1, character=0)
+        return await self._show(path, lsp.Range(start=line, end=line))
+
     def _targets(self, command: str, name: str) -> list[tuple[Project, str]]:
         found = self.session.find_targets(name)
         if not found:
@@ -110,11 +126,11 @@ class Commands(Feature):
     def _inside_output_dir(self, path: str) -> bool:
         return any(path.startswith(str(project.output_dir) + "/") for project in self.session.projects.values())
 
-    async def _show(self, path: str) -> dict[str, Any]:
+    async def _show(self, path: str, selection: lsp.Range | None = None) -> dict[str, Any]:
         """Ask the client to open a file; a client without window/showDocument gets the path in a message."""
         client = self.session.client
         uri = uri_of(path)
         if client.features.show_document:
-            return {"uri": uri, "shown": await client.show_document(uri)}
+            return {"uri": uri, "shown": await client.show_document(uri, selection)}
         client.show_message(lsp.MessageType.Info, f"onnxlens: {path}")
         return {"uri": uri, "shown": False}
