@@ -9,12 +9,12 @@ from lsprotocol import types as lsp
 from onnxlens.exporter.types import Fix
 from onnxlens.server.translation_fix import Insertion, TranslationFix, translation_fix
 
-from .commands import OPEN_TRANSLATION
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
 from .uris import path_of, uri_of
 
 KIND = lsp.CodeActionKind.QuickFix
+OPEN_TRANSLATION = "onnxlens.openTranslation"  # commands.py answers it (features do not import each other)
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:

@@ -62,7 +62,8 @@ def test_every_handler_is_registered_and_none_asks_for_the_server():
     features, commands = server.protocol.fm.features, server.protocol.fm.commands
     assert {lsp.INITIALIZE, lsp.TEXT_DOCUMENT_DID_SAVE, lsp.TEXT_DOCUMENT_HOVER, "onnxlens/stats"} <= set(features)
     assert set(commands) == {"onnxlens.export", "onnxlens.exportAll", "onnxlens.openReport",
-                             "onnxlens.showExportedProgram", "onnxlens.restartWorker"}
+                             "onnxlens.showExportedProgram", "onnxlens.restartWorker",
+                             "onnxlens.openTranslation"}
     for handler in [*features.values(), *commands.values()]:
         assert "ls" not in inspect.signature(handler).parameters
     assert inspect.iscoroutinefunction(commands["onnxlens.openReport"])  # answered without blocking the loop
@@ -82,9 +83,13 @@ def test_command_arguments_reach_the_handlers_as_sent(arguments):
 def test_client_capabilities_are_resolved_into_one_value():
     vscode = ClientFeatures.of(client_capabilities("visual-studio-code"))
     assert vscode == ClientFeatures(related_information=True, code_description=True, show_document=True,
-                                    work_done_progress=True, code_lens_refresh=True, configuration=True)
+                                    work_done_progress=True, code_lens_refresh=True, configuration=True,
+                                    create_files=True)
     neovim_07 = ClientFeatures.of(client_capabilities("neovim@v0.7.0"))
     assert not (neovim_07.show_document or neovim_07.code_description or neovim_07.code_lens_refresh)
+    # Neovim (its recorded capabilities) announces resource operations but not documentChanges,
+    # which carry them: no fixes that create files.
+    assert not ClientFeatures.of(client_capabilities("neovim")).create_files
     assert ClientFeatures.of(lsp.ClientCapabilities()) == ClientFeatures()
     # The status notification is for clients that ask for it (the VS Code extension does).
     asking = attrs.evolve(client_capabilities("visual-studio-code"), experimental={"onnxlens": {"exportStatus": True}})

@@ -27,7 +27,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Union
 
 import attrs
 from lsprotocol import types as lsp
@@ -91,6 +91,11 @@ def _converter():
     `llama-7b-meta` came back under `_3`)."""
     converter = default_converter()
     converter.register_structure_hook(JsonRPCResponseMessage, lambda obj, cls: cls(**obj))
+    # A code action with a command object is a CodeAction (a Command's `command` is a string):
+    # the default hook reads it as a Command and loses its edit (editor-clients.md).
+    converter.register_structure_hook(
+        Union[lsp.Command, lsp.CodeAction],
+        lambda obj, _: converter.structure(obj, lsp.Command if isinstance(obj.get("command"), str) else lsp.CodeAction))
     return converter
 
 
