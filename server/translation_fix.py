@@ -71,7 +71,7 @@ def _new_module(spec: TargetSpec, config_file: Path, target_line: int | None, st
         module = folder / f"onnx_translations_{_python_name(spec.name)}.py"
         if module.exists():
             return None
-    text = _module_text(stub)
+    text = new_module_text(stub)
     reference = f"{module.relative_to(root.resolve()).as_posix()}:{TABLE}"
     key = f'custom-translations = "{reference}"  # ONNX translations of ops the exporter lacks\n'
     return TranslationFix(
@@ -80,7 +80,7 @@ def _new_module(spec: TargetSpec, config_file: Path, target_line: int | None, st
                     Insertion(str(config_file), target_line + 1, 1, key)])
 
 
-def _module_text(stub: TranslationStub) -> str:
+def new_module_text(stub: TranslationStub) -> str:
     imports = ["import torch", f"from onnxscript import opset{stub.opset} as op"]
     if stub.needs_sequence:
         imports.insert(0, "from collections.abc import Sequence")

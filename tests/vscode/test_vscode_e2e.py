@@ -4,8 +4,9 @@ Chromium, on copies of examples/ with the real onnxlens server and real torch ex
 Three windows, each its own code-server:
 * "with" the extension: the Problems panel lists the onnxlens diagnostics on the right lines (the
   eigvals line in spectral.py, the zeta line in the helper in features.py), the editor shows
-  squiggles, the "Open export report" code action opens the markdown report in a preview tab, a
-  fix typed into the editor and saved clears the problems, and Export All Targets / Show Output
+  squiggles, the "Open export report" code action opens the markdown report in a preview tab, the
+  "Write an ONNX translation" quick fix creates and opens the stub (the re-export then reports
+  one problem fewer), a fix typed into the editor and saved clears the problems, and Export All Targets / Show Output
   work from the Command Palette;
 * "without" the extension, the negative control: none of it;
 * "missing": the extension with an interpreter that lacks onnxlens: a notification with the
@@ -23,8 +24,13 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 
 import pytest
+import torch
+
+from onnxlens.exporter.pipeline.translation_stubs import stub_for
+from onnxlens.server.translation_fix import new_module_text
 
 from tests.support.workspace import copy_examples, line_of
 from tests.vscode.vscode_harness import DRIVE_TIMEOUT, REPO, CodeServer, drive, missing_tools
@@ -64,6 +70,11 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     eigvals_line = line_of(spectral, "= torch.linalg.eigvals(")
     zeta_line = line_of(with_ws / "models" / "features.py", "return torch.special.zeta(")
     assert line_of(spectral, "return zeta_features(eig)") == eigvals_line + 1  # what FIX replaces
+    # The translation quick fix on zeta's problem creates models/onnx_translations.py: the line its
+    # stub's body starts on, from the op's schema as the worker reads it.
+    stub = stub_for(torch.ops.prims.zeta.default, 20)
+    stub_raise_line = next(number for number, text in enumerate(new_module_text(stub).splitlines(), start=1)
+                           if "raise NotImplementedError" in text)
 
     shutil.rmtree(ARTIFACTS, ignore_errors=True)
     ARTIFACTS.mkdir(parents=True)
@@ -80,13 +91,18 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                 "with": {"url": with_ext.url(with_ws)},
                 "without": {"url": without_ext.url(without_ws)},
                 "missing": {"url": missing_ext.url(missing_ws), "message": "needs onnxlens and torch",
-                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code 1"},
+                            "action": "Install onnxlens into this interpreter", "afterAction": "pip install exited with code 1",
+                            "taskName": "install onnxlens - Task"},
                 "file": "models/spectral.py",
                 "minErrors": 2,
                 "problemsTimeoutMs": 90_000,
                 "problemsStatus": r"^ONNX: \d+ problems? \(",  # the export has ended
                 "codeAction": {"problemText": f"[Ln {eigvals_line}, Col", "title": "Open export report", "expectTab": "Preview.*spectral",
                                "previewText": "export report"},
+                "translationFix": {"problemText": "prims.zeta", "title": "Write an ONNX translation for prims.zeta",
+                                   "expectTab": "onnx_translations.py", "cursorLine": stub_raise_line,
+                                   # re-exported: only eigvals' problem is left
+                                   "statusAfter": r"^ONNX: 1 problem \(", "timeoutMs": 90_000},
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
@@ -150,6 +166,19 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert any("Preview" in tab and "spectral" in tab for tab in action["observed"]["tabs"]), f"tabs: {action['observed']['tabs']}\n{why}"
     # ... and the preview shows the report of this export, with the finding in it.
     assert "spectral" in action["previewText"] and "linalg_eig" in action["previewText"], action["previewText"][:2000]
+
+    # "Write an ONNX translation for prims.zeta" on zeta's problem: the module is created beside the
+    # model, registered in pyproject.toml, opened on the stub's body; the re-export no longer
+    # reports zeta (only eigvals is left, until the fix below).
+    translation = steps["translationFix"]
+    assert not translation.get("failed"), f"{translation.get('actions')}\n{translation['observed']['statusItems']}\n{why}"
+    assert "Write an ONNX translation for prims.zeta" in " ".join(translation["actions"]), translation["actions"]
+    module = with_ws / "models" / "onnx_translations.py"
+    assert "def prims_zeta(self, other):" in module.read_text()
+    spectral_target = next(t for t in tomllib.loads((with_ws / "pyproject.toml").read_text())["tool"]["onnxlens"]["target"]
+                           if t["name"] == "spectral")
+    assert spectral_target["custom-translations"] == "models/onnx_translations.py:translations"
+    assert translation["cursor"] and translation["cursor"].startswith(f"Ln {stub_raise_line},"), translation["cursor"]
 
     # The fix, typed and saved in the editor, clears the problems.
     assert FIX in spectral.read_text().splitlines(), spectral.read_text()
