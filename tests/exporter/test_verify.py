@@ -343,7 +343,7 @@ def test_the_weights_reach_onnxruntime_from_memory_not_through_the_proto(deep_pr
 def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_path):
     """End to end: a workspace whose custom-translations table has a wrong GELU; the real
     pipeline exports (a warning does not fail the export), verifies, and the finding and the
-    report point at the user's file. (The package is not called `models`: the shared in-process
+    report point at the user's translation, the model's line related. (The package is not called `models`: the shared in-process
     pipeline would keep it in sys.modules and shadow the examples' `models` of later tests.)"""
     from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
@@ -395,9 +395,15 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
     assert result.status == "ok", [f.message for f in result.findings]
     assert result.verification.passed is False
     (finding,) = [f for f in result.findings if f.code == "mismatch"]
-    assert Path(finding.location.file).resolve() == model_file.resolve()
+    # The wrong code is the translation: the finding is on its def line (issue 13), the GELU's
+    # line in the model related.
+    translations = tmp_path / "mismatch_models" / "translations.py"
+    assert Path(finding.location.file).resolve() == translations.resolve()
+    def_line = next(n for n, t in enumerate(translations.read_text().splitlines(), 1) if "def quick_gelu" in t)
+    assert finding.location.line == def_line
     line = next(n for n, t in enumerate(model_file.read_text().splitlines(), 1) if "# act-line" in t)
-    assert finding.location.line == line
+    assert (model_file.resolve(), line) in [(Path(r.file).resolve(), r.line) for r in finding.related]
+    assert "your ONNX translation of aten.gelu.default (`quick_gelu`)" in finding.message
     assert "`blocks.0.act` (GELU)" in finding.message
     report = Path(result.report).read_text()
-    assert f"warning[mismatch] `mismatch_models/net.py:{line}:" in report
+    assert f"warning[mismatch] `mismatch_models/translations.py:{def_line}:" in report
