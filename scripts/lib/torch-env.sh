@@ -21,12 +21,18 @@ install_torch() {
   .tools/uv/bin/uv pip install -q --python "$env/bin/python" "${links[@]}" "torch==$version"
 }
 
-# uv itself, pinned, in .tools/uv/ (git-ignored).
+# uv itself, pinned, in .tools/uv/ (git-ignored). The matrix sets up two torches at once: on a
+# fresh machine both would create .tools/uv together (`venv` then fails on the lib64 symlink the
+# other made), so the check-and-install holds a lock.
 ensure_uv() {
-  if [ "$(.tools/uv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
-    "${PYTHON:-python3}" -m venv .tools/uv
-    .tools/uv/bin/pip install -q "uv==$UV_VERSION"
-  fi
+  mkdir -p .tools
+  (
+    flock 9
+    if [ "$(.tools/uv/bin/uv --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+      "${PYTHON:-python3}" -m venv .tools/uv
+      .tools/uv/bin/pip install -q "uv==$UV_VERSION"
+    fi
+  ) 9>.tools/uv.lock
 }
 
 # What identifies the installed torch: its version and its RECORD (every file with its hash).
