@@ -110,6 +110,17 @@ class TranslationStub(Plain):
 
 
 @dataclass
+class DecompositionOffer(Plain):
+    """A decomposition torch has for an op without a translation, which the exporter does not
+    apply and which leads to ops that all have one (exporter/pipeline/decomposition_offers.py):
+    the alternative to writing a translation, turned on by the target's `extra-decompositions`."""
+
+    op: str  # "aten.index_reduce.default", as `extra-decompositions` names it
+    source: str  # where torch writes it ("torch/_inductor/decomposition.py:1066")
+    into: list[str] = field(default_factory=list)  # the ops it leads to ("aten.index_put.default", ...)
+
+
+@dataclass
 class Finding(Plain):
     code: str
     message: str
@@ -121,6 +132,7 @@ class Finding(Plain):
     docs_url: str | None = None  # becomes the LSP codeDescription
     fixes: list[Fix] = field(default_factory=list)
     translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
+    decomposition_offers: list[DecompositionOffer] = field(default_factory=list)  # `unsupported-op`: where torch has one
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -135,6 +147,8 @@ class Finding(Plain):
         finding.fixes = [Fix.from_dict(f) if isinstance(f, dict) else f for f in finding.fixes]
         finding.translation_stubs = [TranslationStub.from_dict(s) if isinstance(s, dict) else s
                                      for s in finding.translation_stubs]
+        finding.decomposition_offers = [DecompositionOffer.from_dict(o) if isinstance(o, dict) else o
+                                        for o in finding.decomposition_offers]
         return finding
 
 
@@ -161,6 +175,7 @@ class TargetSpec(Plain):
     output_names: list[str] | None = None
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
     source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/source_paths.py)
+    extra_decompositions: list[str] | None = None  # ops decomposed with torch's decompositions the exporter does not apply
 
     @property
     def graph_output(self) -> str:

@@ -9,7 +9,7 @@ Keys (docs/configuration.md), global and per target where marked:
     output-dir (global), verify*, timeout*, opset*, memory-limit* (MB; an onnxlens extension),
     source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
-            custom-translations.
+            custom-translations, extra-decompositions.
 """
 
 from __future__ import annotations
@@ -147,6 +147,21 @@ def _check_names(key: str, value: Any) -> str | None:
     return None
 
 
+_OP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$")
+
+
+def _check_op_names(key: str, value: Any) -> str | None:
+    """Syntax only (whether torch has the op and a decomposition of it, the export says)."""
+    wrong = _check_names(key, value)
+    if wrong:
+        return wrong
+    bad = [name for name in value if not _OP_NAME.match(name)]
+    if bad:
+        return (f"`{key}`: {_shown(bad[0])} is not an op name: write namespace.op or namespace.op.overload, "
+                'e.g. "aten.index_reduce.default"')
+    return None
+
+
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 
@@ -195,6 +210,7 @@ TARGET_CHECKS = {
     "output": _check_string,
     "input-names": _check_names,
     "output-names": _check_names,
+    "extra-decompositions": _check_op_names,
     **_SHARED_CHECKS,
 }
 REFERENCE_KEYS = ("model", "inputs", "dynamic-shapes", "custom-translations")
@@ -429,6 +445,7 @@ class _Loader:
             output_names=values.get("output-names"),
             memory_limit_mb=setting("memory-limit", None),
             source_paths=setting("source-paths", "absolute"),
+            extra_decompositions=values.get("extra-decompositions"),
         )
 
 

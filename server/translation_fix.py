@@ -25,20 +25,9 @@ from pathlib import Path
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import TargetSpec, TranslationStub
+from onnxlens.server.edits import Insertion
 
 TABLE = "translations"  # the table's name in a module the fix creates
-
-
-@dataclass(frozen=True)
-class Insertion:
-    """Text inserted at a 1-based line and column of a file; `create`: the file is new (the text
-    is all of it)."""
-
-    file: str
-    line: int
-    column: int
-    text: str
-    create: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from onnxlens.exporter.locations.columns import first_non_blank
 from onnxlens.exporter.locations.names import calling_library_frame, library_function, module_list
 from onnxlens.exporter.locations.place import primary_index
 from onnxlens.exporter.pipeline.op_sources import OpSource
-from onnxlens.exporter.types import Finding, Location, Related, TranslationStub
+from onnxlens.exporter.types import DecompositionOffer, Finding, Location, Related, TranslationStub
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
 
@@ -34,6 +34,7 @@ class UnsupportedOp:
     module_path: str | None
     source: OpSource = OpSource(None)  # what the user called (op_sources.py)
     stub: TranslationStub | None = None  # the start of a translation (translation_stubs.py)
+    offer: DecompositionOffer | None = None  # torch's decomposition to use instead (decomposition_offers.py)
 
 
 def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Location | None) -> list[Finding]:
@@ -56,9 +57,10 @@ def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Locat
             message += f" [module: {module_list([path for path in module_paths if path])}]"
         related = _other_calls(group, place.location, calls) + place.related + _other_library_calls(group, place, workspace)
         stubs = {op.stub.op: op.stub for op in group if op.stub is not None}
+        offers = {op.offer.op: op.offer for op in group if op.offer is not None}
         findings.append(Finding(code="unsupported-op", stage="scan", location=place.location, related=related,
                                 source_line=place.source_line, docs_url=ONNX_DOCS_URL, message=message,
-                                translation_stubs=list(stubs.values())))
+                                translation_stubs=list(stubs.values()), decomposition_offers=list(offers.values())))
     return findings
 
 
@@ -99,7 +101,10 @@ def _message(group: list[UnsupportedOp], text: str | None, location: Location | 
         message += " for complex-valued inputs"
     hints = list(dict.fromkeys(op.source.hint for op in group if op.source.hint))
     advice = "give one in the target's custom-translations table, or avoid the op"
-    return message + "; " + ("; ".join(hints) if hints else advice)
+    offers = {op.offer.op: op.offer for op in group if op.offer is not None}
+    offered = [f"torch decomposes {name} into ops that have translations ({offer.source}): "
+               f'add "{name}" to the target\'s extra-decompositions' for name, offer in offers.items()]
+    return message + "; " + "; ".join([*(hints or [advice]), *offered])
 
 
 def _call_columns(group: list[UnsupportedOp], text: str | None, location: Location | None,

@@ -42,6 +42,8 @@ _FORWARD_ONLY = ("(the innermost `forward` line torch recorded: without an onnxl
 
 def run(job: Job) -> None:
     target = job.target
+    if job.spec.extra_decompositions:
+        job.log(f"{job.spec.name}: extra-decompositions not applied: torch {_torch_version()} has no onnxlens adapter")
     try:
         job.onnx_program = internals.export(
             target.model, target.args, target.kwargs, dynamic_shapes=target.dynamic_shapes, opset=job.opset or None,

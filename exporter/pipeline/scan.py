@@ -13,21 +13,29 @@ the scan's own replace them.
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, Callable
 
 from onnxlens.exporter.locations import Workspace, from_stack_trace, is_user_code
-from onnxlens.exporter.pipeline.decompose import decompose
+from onnxlens.exporter.pipeline.decompose import decompose, job_decompositions
+from onnxlens.exporter.pipeline.decomposition_offers import offer_for
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
 from onnxlens.exporter.pipeline.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
+from onnxlens.exporter.types import DecompositionOffer
 
 
 def run(job: Job) -> None:
-    """The scan stage: a finding per line with ops that have no translation."""
-    missing = unsupported_ops(job.decomposed, job.registry, opset=job.opset)
+    """The scan stage: a finding per line with ops that have no translation, each op with the
+    start of a translation and, where torch has one, a decomposition to use instead."""
+    tables = job_decompositions(job)
+
+    def offer(node: Any) -> DecompositionOffer | None:
+        return offer_for(node, job.registry, tables.python_decomp_table, job.log)
+
+    missing = unsupported_ops(job.decomposed, job.registry, opset=job.opset, offer=offer)
     if not missing:
         return
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
@@ -53,7 +61,7 @@ def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[Unsuppor
         outcome = internals.capture("strict", target.model, target.args, target.kwargs, target.dynamic_shapes)
         if outcome.program is None:
             return missing
-        decomposed = decompose(outcome.program, job.tables.decompositions(job.registry, job.custom_key))
+        decomposed = decompose(outcome.program, job_decompositions(job))
         strict = unsupported_ops(decomposed, job.registry)
     except Exception as error:  # noqa: BLE001 - the non-strict lines still stand
         job.log(f"strict re-capture to locate ops failed: {type(error).__name__}: {error}")
@@ -61,9 +69,12 @@ def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[Unsuppor
     return deepest_frames(missing, [strict], job.workspace)
 
 
-def unsupported_ops(program: Any, registry: Any, opset: int | None = None) -> list[UnsupportedOp]:
+def unsupported_ops(program: Any, registry: Any, opset: int | None = None,
+                    offer: Callable[[Any], DecompositionOffer | None] | None = None) -> list[UnsupportedOp]:
     """Every call of an op the registry cannot translate; with `opset`, each with the stub of a
-    translation to that opset (the quick fix's)."""
+    translation to that opset (the quick fix's); with `offer`, with the decomposition it offers
+    (decomposition_offers.py), asked once per op."""
+    offers: dict[Any, DecompositionOffer | None] = {}
     found = []
     for module in graph_modules(program):
         for node in module.graph.nodes:
@@ -77,6 +88,10 @@ def unsupported_ops(program: Any, registry: Any, opset: int | None = None) -> li
             found.append(unsupported_op(node, reason))
             if opset is not None:
                 found[-1].stub = stub_for(node.target, opset) if internals.is_op_overload(node.target) else None
+            if offer is not None:
+                if node.target not in offers:
+                    offers[node.target] = offer(node)
+                found[-1].offer = offers[node.target]
     return found
 
 
@@ -127,6 +142,6 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                                          torch_fn=op.torch_fn or matches[index].torch_fn,
                                          module_path=op.module_path,
                                          source=op.source if op.source.call else matches[index].source,
-                                         stub=op.stub)
+                                         stub=op.stub, offer=op.offer)
             located.append(best)
     return located

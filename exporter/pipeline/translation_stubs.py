@@ -24,6 +24,8 @@ import keyword
 import re
 from typing import Any
 
+from onnxlens.exporter.pipeline.decomposition_offers import where_defined
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import TranslationStub
 
 # Schema types the exporter takes as attributes, by the Python annotation that says so.
@@ -105,21 +107,8 @@ def _default(argument: Any) -> str | None:
 def _decomposition(op: Any) -> str | None:
     """Where torch's own decomposition of the op is written (`torch/_refs/special/__init__.py:123`),
     worth reading before writing a translation; None when torch has none."""
-    import inspect
-
-    from onnxlens.exporter.torch_internals.active import internals
-
     function = internals.torch_decomposition(op)
-    if function is None:
-        return None
-    try:
-        function = inspect.unwrap(function)  # torch's decorators wrap most of them
-        file = inspect.getsourcefile(function) or ""
-        line = inspect.getsourcelines(function)[1]
-    except (OSError, TypeError):
-        return None
-    marker = file.rfind("/torch/")
-    return f"{file[marker + 1:] if marker >= 0 else file}:{line}"
+    return where_defined(function) if function is not None else None
 
 
 def _identifier(name: str) -> str:

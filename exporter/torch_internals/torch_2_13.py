@@ -386,6 +386,55 @@ def torch_decomposition(op: Any) -> Callable[..., Any] | None:
     return torch._decomp.decomposition_table.get(op)
 
 
+def resolve_op(name: str) -> list[Any]:
+    """The op overloads a name stands for: `aten.index_reduce.default` one, `aten.index_reduce`
+    all of its overloads; [] when torch has no such op."""
+    namespace, _, rest = name.partition(".")
+    base, _, overload = rest.partition(".")
+    try:
+        packet = getattr(getattr(torch.ops, namespace), base)
+        return [getattr(packet, overload)] if overload else overloads(packet)
+    except (AttributeError, RuntimeError):
+        return []
+
+
+def extra_decomposition(op: Any) -> Callable[..., Any] | None:
+    """A decomposition of `op` torch has but the exporter does not apply, or None.
+
+    The exporter applies all of torch._decomp's table; torch keeps more in torch._inductor's
+    (`index_reduce`, `put`, ...). That table is optional here (not in PIECES): importing it
+    costs ~0.6 s, paid only by a job that looks for an alternative, and a torch without it
+    just offers none."""
+    import torch._decomp
+
+    if op in torch._decomp.decomposition_table:
+        return None
+    try:
+        from torch._inductor.decomposition import decompositions
+    except Exception:  # noqa: BLE001 - an optional piece: no alternative
+        return None
+    return decompositions.get(op)
+
+
+def trace_call_on_meta(function: Callable[..., Any], node: Any, decompositions: dict) -> Any:
+    """The FX graph `function` makes of an FX node's call, traced with `decompositions` applied
+    on meta tensors of the node's example shapes (symbolic sizes at their hints: no guard)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    def concrete(value: Any) -> Any:
+        if isinstance(value, torch.fx.Node):
+            value = value.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            return torch.empty([concrete(size) for size in value.shape], dtype=value.dtype, device="meta")
+        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return size_hint(value)
+        return value
+
+    args, kwargs = tree_map(concrete, node.args), tree_map(concrete, node.kwargs)
+    with outside_tracing():
+        return make_fx(lambda *a: function(*a, **kwargs), decomposition_table=decompositions)(*args)
+
+
 def to_ort_value(tensor: Any) -> Any:
     """An onnxruntime OrtValue of a tensor (bfloat16 included)."""
     from torch.onnx._internal.exporter import _onnx_program
@@ -473,6 +522,7 @@ PIECES = (
     "torch._logging.structured.INTERN_TABLE",
     "torch.fx.proxy._STACK_TRACE_ANCHORS",
     "torch.fx.proxy.TracerBase.create_proxy",
+    "torch.fx.experimental.proxy_tensor.make_fx",
     "torch.fx.graph_module._loader",
     "torch.utils._python_dispatch.TorchDispatchMode",
     "torch.utils._python_dispatch._disable_current_modes",
@@ -498,7 +548,7 @@ __all__ = [
     "outside_tracing", "size_hint",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
-    "torch_decomposition", "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
+    "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
     "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",
 ]

@@ -1,13 +1,17 @@
 """Code actions on onnxlens diagnostics: open the report, re-export, show the exported program,
 the finding's own fixes as quick fixes with a WorkspaceEdit, and on an `unsupported-op` one
-"Write an ONNX translation for aten.X" per op (server/translation_fix.py decides the edits)."""
+"Write an ONNX translation for aten.X" per op (server/translation_fix.py decides the edits) and,
+where torch can decompose the op into ops with translations, "Decompose aten.X with torch's
+decomposition" (server/decomposition_fix.py)."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Fix
-from onnxlens.server.translation_fix import Insertion, TranslationFix, translation_fix
+from onnxlens.server.decomposition_fix import decomposition_fix
+from onnxlens.server.edits import Insertion
+from onnxlens.server.translation_fix import TranslationFix, translation_fix
 
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
@@ -33,6 +37,7 @@ class CodeActions(Feature):
         for entry in entries:
             actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
             actions += self._translation_actions(entry)
+            actions += self._decomposition_actions(entry)
         seen: set[tuple[str, str]] = set()
         for entry in entries:
             if entry.owner in seen:
@@ -75,6 +80,21 @@ class CodeActions(Feature):
             if fix is not None:
                 actions.append(translation_action(fix, entry.diagnostic))
         return actions
+
+
+    def _decomposition_actions(self, entry: Entry) -> list[lsp.CodeAction]:
+        """"Decompose aten.X with torch's decomposition": the op into the target's
+        extra-decompositions (server/decomposition_fix.py decides the edit)."""
+        offers = entry.finding.decomposition_offers
+        project = self.session.projects.get(entry.owner[0]) if offers else None
+        state = project.targets.get(entry.owner[1]) if project else None
+        if state is None:
+            return []
+        fixes = [decomposition_fix(state.spec, project.config_file, project.workspace.target_lines.get(entry.owner[1]), offer)
+                 for offer in offers]
+        return [lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[entry.diagnostic],
+                               edit=workspace_edit(fix.insertions))
+                for fix in fixes if fix is not None]
 
 
 def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:

@@ -192,6 +192,8 @@ def test_unknown_key_in_a_target_excludes_only_that_target(tmp_path):
     ("memory-limit = true", "true", "`memory-limit` must be a positive integer (megabytes), not a boolean"),
     ('source-paths = "strip"', '"strip"', '`source-paths` must be "absolute" or "relative" or "none", not'),
     ('input-names = "x"', '"x"', "`input-names` must be an array of non-empty strings, not a string"),
+    ('extra-decompositions = ["index_reduce"]', '["index_reduce"]',
+     '`extra-decompositions`: "index_reduce" is not an op name: write namespace.op or namespace.op.overload'),
     ("model = 3", "3", "`model` must be a reference"),
     ('name = "a b"', '"a b"', "`name` may contain only letters"),
 ])
@@ -217,6 +219,13 @@ def test_source_paths_is_a_global_default_and_a_target_setting(tmp_path):
     workspace = load_workspace(path)
     assert workspace.findings == []
     assert {t.name: t.source_paths for t in workspace.targets} == {"net": "relative", "stripped": "none"}
+
+
+def test_extra_decompositions_reach_the_target(tmp_path):
+    path = write_workspace(tmp_path, VALID_TARGET + 'extra-decompositions = ["aten.index_reduce.default", "aten.put"]\n')
+    workspace = load_workspace(path)
+    assert workspace.findings == []
+    assert workspace.targets[0].extra_decompositions == ["aten.index_reduce.default", "aten.put"]
 
 
 def test_missing_required_keys_are_reported_on_the_target_header(tmp_path):
