@@ -121,6 +121,17 @@ class DecompositionOffer(Plain):
 
 
 @dataclass
+class ShapesProposal(Plain):
+    """A dynamic-shapes factory for a target that declares none, from its example inputs
+    (exporter/pipeline/shapes_proposal.py): what the quick fix "Declare dynamic shapes" writes."""
+
+    function: str  # the factory's name ("dynamic_shapes")
+    source: str  # its text: a function returning the spec, string dims naming the ONNX axes
+    dims: list[str] = field(default_factory=list)  # the names it declares ("batch", "seq")
+    sizes: list[int] = field(default_factory=list)  # their sizes in the example inputs
+
+
+@dataclass
 class Finding(Plain):
     code: str
     message: str
@@ -214,6 +225,7 @@ class ExportResult(Plain):
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
     model_location: Location | None = None  # where the model callable is defined
+    shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
     cached: bool = False  # set by the server when the result came from the cache
 
     def to_dict(self) -> dict[str, Any]:
@@ -229,6 +241,8 @@ class ExportResult(Plain):
         result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
         if isinstance(result.model_location, dict):
             result.model_location = Location.from_dict(result.model_location)
+        if isinstance(result.shapes_proposal, dict):
+            result.shapes_proposal = ShapesProposal.from_dict(result.shapes_proposal)
         if isinstance(result.verification, dict):
             result.verification = VerificationSummary.from_dict(result.verification)
         return result

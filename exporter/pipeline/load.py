@@ -12,6 +12,7 @@ from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.loader as loading
 import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.shapes_proposal import propose
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding
@@ -60,6 +61,8 @@ def run(job: Job) -> None:
             args, kwargs, job.weights_free.inputs_moved = weights.inputs_on_meta(args, kwargs)
         job.log(f"{spec.name}: weights-free model ({job.weights_free.describe()}): "
                 "exporting the graph only, without optimization or verification")
+    if spec.dynamic_shapes is None:
+        job.result.shapes_proposal = propose(model, args, kwargs or {})
     job.raw_dynamic_shapes = dynamic_shapes  # string dims name the ONNX axes after export
     if internals.FULL:  # the public API converts string dims itself
         dynamic_shapes, job.need_axis_mapping = internals.dims_from_strings(dynamic_shapes)

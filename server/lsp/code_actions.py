@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import Fix
+from onnxlens.exporter import references
+from onnxlens.exporter.types import Fix, Location
 from onnxlens.server.decomposition_fix import decomposition_fix
 from onnxlens.server.edits import Insertion
+from onnxlens.server.shapes_fix import shapes_fix
 from onnxlens.server.translation_fix import TranslationFix, translation_fix
 
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
+from .project import norm
 from .uris import path_of, uri_of
 
 KIND = lsp.CodeActionKind.QuickFix
@@ -38,6 +41,7 @@ class CodeActions(Feature):
             actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
             actions += self._translation_actions(entry)
             actions += self._decomposition_actions(entry)
+        actions += self._shapes_actions(path_of(params.text_document.uri), params.range)
         seen: set[tuple[str, str]] = set()
         for entry in entries:
             if entry.owner in seen:
@@ -95,6 +99,32 @@ class CodeActions(Feature):
         return [lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[entry.diagnostic],
                                edit=workspace_edit(fix.insertions))
                 for fix in fixes if fix is not None]
+
+
+    def _shapes_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
+        """"Declare dynamic shapes for <target>" on a target that declares none, where its
+        export proposed a factory: on the model's definition, the example inputs' function and
+        the target's header in the config (server/shapes_fix.py decides the edits)."""
+        actions = []
+        for project in self.session.projects.values():
+            for name, state in project.targets.items():
+                proposal = state.result.shapes_proposal if state.result else None
+                if proposal is None or state.spec.dynamic_shapes:
+                    continue
+                header = project.workspace.target_lines.get(name)
+                places = [(str(project.config_file), header), _line_of(state.result.model_location),
+                          _line_of(references.definition_location(state.spec.root, state.spec.inputs))]
+                if not any(where == file and line is not None and selected.start.line <= line - 1 <= selected.end.line
+                           for where, line in places):
+                    continue
+                fix = shapes_fix(state.spec, project.config_file, header, proposal)
+                if fix is not None:
+                    actions.append(lsp.CodeAction(title=fix.title, kind=KIND, edit=workspace_edit(fix.insertions)))
+        return actions
+
+
+def _line_of(location: Location | None) -> tuple[str | None, int | None]:
+    return (norm(location.file), location.line) if location is not None else (None, None)
 
 
 def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
