@@ -33,6 +33,7 @@ CODES: dict[str, str] = {
     "translation": "error",
     "onnx-checker": "error",
     "mismatch": "warning",
+    "baked-shape": "warning",
     "weights-free": "info",
     "torch-version": "info",
     "timeout": "error",
@@ -314,6 +315,11 @@ class VerificationSummary(Plain):
     intermediates_compared: int | None = None
     localisation_seconds: float | None = None
     localisation_error: str | None = None
+    # The second-shape check (exporter/verify/second_shape.py): the other sizes tried, whether
+    # onnxruntime and torch agreed there, and its time.
+    other_sizes: str | None = None
+    other_sizes_passed: bool | None = None
+    other_sizes_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = _without_none(dataclasses.asdict(self))

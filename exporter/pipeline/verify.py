@@ -34,6 +34,8 @@ def run(job: Job) -> None:
         job.log(f"verification failed to run: {type(error).__name__}: {error}")
         return
     job.result.verification = summary
+    if summary.passed:
+        findings = findings + _other_sizes(job, summary)
     custom = job.target.custom_translations
     findings = [_in_translation(f, summary, custom, job.workspace) if custom else f for f in findings]
     for finding in findings:
@@ -45,6 +47,41 @@ def run(job: Job) -> None:
             finding.location, finding.source_line = place.location, place.source_line
             finding.message += "\n(no line of your code is on its call chain: shown at the model's definition)"
     job.result.findings.extend(findings)
+
+
+def _other_sizes(job: Job, summary: VerificationSummary) -> list[Finding]:
+    """The second-shape check (exporter/verify/second_shape.py): verification again with other
+    sizes for the dynamic dimensions; what fails or differs there is a `baked-shape` warning on
+    the line verification puts it on."""
+    import time
+
+    from onnxlens.exporter.verify import verify
+    from onnxlens.exporter.verify.second_shape import other_sizes
+
+    started = time.perf_counter()
+    try:
+        other = other_sizes(job.decomposed, job.target.args, job.target.kwargs)
+    except Exception as error:  # noqa: BLE001 - the check is extra: never a reason to lose the export
+        job.log(f"{job.spec.name}: no second-shape check: {type(error).__name__}: {error}")
+        return []
+    if other is None:
+        return []
+    # Against the captured program: the decomposed one may have fixed the sizes itself.
+    again, findings = verify(job.program, job.onnx_program, other.args, other.kwargs, workspace=job.workspace,
+                             fallback=job.fallback, rtol=summary.rtol, atol=summary.atol, other_sizes=True)
+    summary.other_sizes = other.describe()
+    summary.other_sizes_seconds = round(time.perf_counter() - started, 4)
+    if again.error is not None and not findings:  # it could not run there: nothing to say about the graph
+        job.log(f"{job.spec.name}: second-shape check not run: {again.error}")
+        summary.other_sizes = None
+        return []
+    summary.other_sizes_passed = again.passed
+    return [Finding(code="baked-shape", stage="verify", location=f.location, related=f.related,
+                    source_line=f.source_line,
+                    message=(f"the ONNX model does not follow its dynamic dimensions: with other sizes "
+                             f"({other.describe()}), {f.message[0].lower()}{f.message[1:]}; "
+                             "a size of the example inputs is fixed in the graph here"))
+            for f in findings]
 
 
 def _in_translation(finding: Finding, summary: VerificationSummary, custom: dict, workspace: Workspace) -> Finding:

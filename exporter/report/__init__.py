@@ -231,6 +231,10 @@ def _verification(summary: VerificationSummary | None) -> str | None:
             f"- First value past tolerance: FX node `{first.node}` (`{first.target}`)"
             f"{onnx_op}{module}: max abs diff {_number(first.max_abs_diff)}, "
             f"max rel diff {_number(first.max_rel_diff)} ({compared} intermediate values compared)")
+    if summary.other_sizes is not None:
+        outcome = "passed" if summary.other_sizes_passed else "FAILED (a size of the example is fixed in the graph)"
+        seconds = f", {summary.other_sizes_seconds:.3f} s" if summary.other_sizes_seconds is not None else ""
+        lines.append(f"- Other sizes for the dynamic dimensions ({summary.other_sizes}): **{outcome}**{seconds}")
     if summary.seconds is not None:
         localisation = summary.localisation_seconds
         lines.append(f"- Time: {summary.seconds:.3f} s" + (

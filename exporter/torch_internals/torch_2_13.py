@@ -227,6 +227,11 @@ def outside_tracing() -> Iterator[None]:
         yield
 
 
+def symbolic_expression(value: Any) -> Any:
+    """A symbolic number's sympy expression (`s0`, `2*s1`), over the shape environment's symbols."""
+    return value.node.expr
+
+
 def size_hint(value: Any) -> Any:
     """A symbolic number's example value (None: unbacked); reading it adds no guard."""
     return value.node.hint
@@ -545,7 +550,7 @@ __all__ = [
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
-    "outside_tracing", "size_hint",
+    "outside_tracing", "size_hint", "symbolic_expression",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
     "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",

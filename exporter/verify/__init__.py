@@ -28,8 +28,8 @@ from onnxlens.exporter.verify.divergence import Divergence, first_line
 
 def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, *,
            rtol: float = 1e-3, atol: float = 1e-5, root: str | None = None,
-           workspace: Workspace | None = None,
-           fallback: Location | None = None) -> tuple[VerificationSummary, list[Finding]]:
+           workspace: Workspace | None = None, fallback: Location | None = None,
+           other_sizes: bool = False) -> tuple[VerificationSummary, list[Finding]]:
     """Compare onnxruntime with torch on (args, kwargs).
 
     Returns the summary and, on a mismatch, one `mismatch` Finding on the source line of the
@@ -39,6 +39,10 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     torch.onnx.ONNXProgram. The finding lands on the innermost frame of the `workspace` (or of
     the workspace at `root`; with neither, the innermost frame outside installed libraries);
     without such a frame, at `fallback` (the model's definition), the library frames related.
+
+    `other_sizes`: the second-shape check (second_shape.py): `exported_program` is the captured
+    program (a decomposition may have read the example's sizes), the inputs have other sizes,
+    and a value of another shape than torch's is a difference (divergence.py).
     """
     start = time.perf_counter()
     summary = VerificationSummary(rtol=rtol, atol=atol)
@@ -46,8 +50,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     if workspace is None and root is not None:
         workspace = Workspace(root)
     try:
-        findings = _Verification(exported_program, onnx_program, args, kwargs or {},
-                                 summary=summary, workspace=workspace, fallback=fallback).run()
+        findings = _Verification(exported_program, onnx_program, args, kwargs or {}, summary=summary,
+                                 workspace=workspace, fallback=fallback, other_sizes=other_sizes).run()
     except Exception as error:  # noqa: BLE001 - a verification bug must not fail the export
         summary.passed = False
         summary.error = f"verification could not run: {type(error).__name__}: {error}"
@@ -57,7 +61,7 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
 
 class _Verification:
     def __init__(self, exported_program, onnx_program, args, kwargs, *, summary: VerificationSummary,
-                 workspace: Workspace | None, fallback: Location | None):
+                 workspace: Workspace | None, fallback: Location | None, other_sizes: bool = False):
         self.program = exported_program if exported_program is not None else getattr(
             onnx_program, "exported_program", None)
         self.onnx_program = onnx_program
@@ -65,6 +69,7 @@ class _Verification:
         self.summary = summary
         self.workspace = workspace
         self.fallback = fallback
+        self.other_sizes = other_sizes
 
     def run(self) -> list[Finding]:
         import torch
@@ -127,7 +132,8 @@ class _Verification:
         started = time.perf_counter()
         try:
             found, checked = divergence.first_divergence(self.program, model, sessions, feeds, graph_inputs,
-                                                         rtol=summary.rtol, atol=summary.atol)
+                                                         rtol=summary.rtol, atol=summary.atol,
+                                                         shapes_differ=self.other_sizes)
             summary.intermediates_compared = checked
             summary.localisation_seconds = round(time.perf_counter() - started, 4)
         except Exception as error:  # noqa: BLE001 - keep the output comparison, locate at the output
@@ -135,6 +141,12 @@ class _Verification:
             summary.localisation_error = f"{type(error).__name__}: {first_line(error)}"
         if found is None:
             found = failing[0]
+            if self.other_sizes and found.node is not None:
+                # Only an output differs: the nearest op before it the ONNX model has no value of.
+                compared = {c.node for c in divergence.candidates(self.program, model)}
+                blamed = divergence.nearest_uncompared(found.node, compared)
+                if blamed is not None:
+                    found = Divergence(blamed, None, found.comparison, False, found.output_name)
         summary.first_mismatch = findings.describe(found)
         return [findings.mismatch_finding(found, summary, self.workspace, self.fallback)]
 

@@ -61,9 +61,14 @@ def candidates(program: Any, model: Any) -> list[Candidate]:
 
 
 def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list,
-                     *, rtol: float, atol: float) -> tuple[Divergence | None, int]:
+                     *, rtol: float, atol: float, shapes_differ: bool = False) -> tuple[Divergence | None, int]:
     """The first FX value past tolerance (None: none before the outputs), and how many
-    intermediate values were compared."""
+    intermediate values were compared.
+
+    `shapes_differ`: the program is the captured one (before decomposition) and the inputs have
+    other sizes than the example's (the second-shape check): a value of another shape counts as
+    differing, and the blame goes to the nearest node before it that the ONNX model has no value
+    of (a decomposed op: a decomposition that read the example's sizes fixed them there)."""
     import torch
 
     from onnxlens.exporter.verify.compare import compare
@@ -95,11 +100,13 @@ def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, A
             if candidate is not None:
                 actual = onnx_values.pop(candidate.fetch_name, None)
                 comparison = compare(result, actual, rtol=rtol, atol=atol)
-                if comparison.comparable:  # a differently shaped value is another thing
+                if comparison.comparable or (shapes_differ and comparison.note.startswith("shape ")):
                     state["checked"] += 1
                     if not comparison.passed:
-                        state["found"] = Divergence(node, candidate.value, comparison)
+                        blamed = nearest_uncompared(node, by_node) if shapes_differ else None
+                        state["found"] = Divergence(blamed or node, None if blamed else candidate.value, comparison)
                         raise _Stop
+                # (otherwise a differently shaped value is another thing)
             return result
 
     with torch.no_grad():
@@ -108,6 +115,23 @@ def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, A
         except _Stop:
             pass
     return state["found"], state["checked"]
+
+
+def nearest_uncompared(node: Any, compared: dict) -> Any:
+    """The nearest op before `node` (breadth first over its inputs) with no ONNX value compared,
+    or None."""
+    seen, frontier = {node}, list(node.all_input_nodes)
+    while frontier:
+        following = []
+        for current in frontier:
+            if current in seen or current.op != "call_function":
+                continue
+            seen.add(current)
+            if current not in compared:
+                return current
+            following.extend(current.all_input_nodes)
+        frontier = following
+    return None
 
 
 def target_name(node: Any) -> str:
