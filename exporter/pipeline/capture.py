@@ -19,7 +19,7 @@ from typing import Any, Callable
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
                                          is_user_code, locate)
 import onnxlens.exporter.pipeline.outputs as outputs
-from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims
+from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
@@ -68,7 +68,8 @@ def run(job: Job) -> None:
     """The capture stage: the program on the job, or the findings of every strategy's failure."""
     target = job.target
     # Helper frames first: the ops checked while traced are located with them.
-    with helper_frames_kept(job.workspace) as kept, ops_checked_while_traced(job):
+    with helper_frames_kept(job.workspace) as kept, ops_checked_while_traced(job), \
+            internals.specializations_recorded() as job.specializations:
         captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
     if captured.program is not None:
         job.program = captured.program
@@ -90,7 +91,7 @@ def run(job: Job) -> None:
             draft = draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
         except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
             job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
-    job.fail(findings_for_failure(captured, job.workspace, job.fallback, draft))
+    job.fail(relocate_refusal(findings_for_failure(captured, job.workspace, job.fallback, draft), job))
 
 
 def _output_finding(job: Job, captured: Capture, type_name: str) -> Finding | None:

@@ -56,6 +56,49 @@ def capture(strategy: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes
     return Captured(outcome.exported_program if outcome.success else None, outcome.exception)
 
 
+@dataclass
+class Specialization:
+    """A symbolic size fixed to a number while torch.export traced: which input size it was
+    (`L['x'].size()[0]`), the number, and the Python stack at that moment (outermost first)."""
+
+    sources: list[str]
+    value: int
+    stack: list[Any]  # traceback.FrameSummary
+
+
+@contextlib.contextmanager
+def specializations_recorded() -> Iterator[list[Specialization]]:
+    """Every size specialization made while the block runs, with the Python stack.
+
+    torch's shape environment notes where a symbol was replaced by a number
+    (`replacements_slocs`), but in non-strict capture only torch's own frame (the user's frame
+    comes from dynamo's tracing context, which non-strict capture has none of): the stack here
+    has the user's lines. An optional piece: a torch without `ShapeEnv._set_replacement` records
+    nothing, and the warnings stay on the dynamic-shapes factory."""
+    import traceback
+
+    from torch.fx.experimental import symbolic_shapes
+
+    recorded: list[Specialization] = []
+    stock = symbolic_shapes.ShapeEnv.__dict__.get("_set_replacement")
+    if stock is None:
+        yield recorded
+        return
+
+    def recording(shape_env: Any, symbol: Any, target: Any, message: str) -> None:
+        if getattr(target, "is_Integer", False) and symbol not in shape_env.replacements:
+            sources = [source.name() if callable(source.name) else source.name
+                       for source in shape_env.var_to_sources.get(symbol, [])]
+            recorded.append(Specialization(sources, int(target), traceback.extract_stack()[:-1]))
+        return stock(shape_env, symbol, target, message)
+
+    symbolic_shapes.ShapeEnv._set_replacement = recording
+    try:
+        yield recorded
+    finally:
+        symbolic_shapes.ShapeEnv._set_replacement = stock
+
+
 def is_data_dependent_guard(error: BaseException) -> bool:
     """torch.export needed a tensor's value to decide a guard (`if x.sum() > 0:`)."""
     return isinstance(error, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode)
@@ -546,7 +589,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "Specialization", "specializations_recorded", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",

@@ -274,7 +274,7 @@ def test_failure_without_a_user_line_is_shown_at_the_model_definition(workspace)
     assert "model's definition" in finding.message
 
 
-def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_factory(workspace):
+def test_dynamic_dimension_that_came_out_static_is_a_warning_on_the_line_that_fixed_it(workspace):
     spec = spec_for(workspace, "flattens", "pkg/models.py:Flattens", "pkg/models.py:inputs",
                     dynamic_shapes="pkg/models.py:rows_dynamic")
     events = []
@@ -284,8 +284,10 @@ def test_dynamic_dimension_that_came_out_static_is_a_warning_at_the_shapes_facto
     assert result.status == "ok"
     assert [(f.code, f.severity) for f in result.findings] == [("torch-export", "warning")]
     finding = result.findings[0]
-    assert finding.location.line == line_of(models, "def rows_dynamic")
-    assert "came out static" in finding.message and "[4, 4]" in finding.message
+    # On the line that fixed the size (issue 13), the factory related (docs/diagnostics.md).
+    assert finding.location.line == line_of(models, "return x.reshape(16) * 2")
+    assert "`x` dim 0 is declared dynamic, but this line fixes it to 4" in finding.message
+    assert line_of(models, "def rows_dynamic") in [r.line for r in finding.related]
     # Sent when capture ended, ahead of the result (docs/lsp.md): shown while the rest runs.
     reported = [e for e in events if isinstance(e, FindingsEvent)]
     # then translation settles the errors (none).
