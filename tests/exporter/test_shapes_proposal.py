@@ -1,6 +1,6 @@
 """The dynamic-shapes factory proposed for a target without one (issue 13): which dimensions,
 keyed by which names, on the signatures of library models nobody here wrote (transformers'
-BERT, diffusers' UNet2DModel) and on the cases that get no proposal."""
+BERT and ViT) and on the cases that get no proposal."""
 
 from __future__ import annotations
 
@@ -26,14 +26,22 @@ def test_token_ids_and_mask_get_batch_and_seq():
     assert "fixes sizes 0 and 1" not in proposal.source
 
 
-def test_an_image_model_gets_the_batch_only_and_a_scalar_input_none():
-    from diffusers import UNet2DModel
+def test_an_image_model_gets_the_batch_only():
+    from transformers import ViTConfig, ViTModel
 
-    model = UNet2DModel(sample_size=8, in_channels=3, out_channels=3, block_out_channels=(8, 16),
-                        layers_per_block=1, norm_num_groups=4,
-                        down_block_types=("DownBlock2D", "DownBlock2D"), up_block_types=("UpBlock2D", "UpBlock2D"))
-    proposal = propose(model, (torch.randn(2, 3, 8, 8), torch.tensor(10)), {})
+    model = ViTModel(ViTConfig(image_size=32, patch_size=8, hidden_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=32))
+    proposal = propose(model, (torch.randn(2, 3, 32, 32),), {})
     assert proposal.dims == ["batch"]
+    assert _spec(proposal) == {"pixel_values": {0: "batch"}}
+
+
+def test_a_scalar_tensor_input_gets_none():
+    class Denoiser(torch.nn.Module):  # a diffusion step's signature: a sample and a 0-d timestep
+        def forward(self, sample, timestep):
+            return sample * timestep
+
+    proposal = propose(Denoiser(), (torch.randn(2, 3, 8, 8), torch.tensor(10)), {})
     assert _spec(proposal) == {"sample": {0: "batch"}, "timestep": None}
 
 
