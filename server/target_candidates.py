@@ -36,6 +36,7 @@ class Parameter:
     name: str
     annotation: str | None  # the annotation's source text
     has_default: bool
+    keyword_only: bool = False  # after `*` or `*args`: passed by name
 
 
 @dataclass(frozen=True)
@@ -275,9 +276,10 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list
     pairs = list(zip(positional, defaults))
     if pairs and pairs[0][0].arg in ("self", "cls") and not _is_staticmethod(function):
         pairs = pairs[1:]
-    pairs += list(zip(arguments.kwonlyargs, arguments.kw_defaults))
-    return [Parameter(arg.arg, ast.unparse(arg.annotation) if arg.annotation else None, default is not None)
-            for arg, default in pairs]
+    named = [(arg, default, False) for arg, default in pairs]
+    named += [(arg, default, True) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)]
+    return [Parameter(arg.arg, ast.unparse(arg.annotation) if arg.annotation else None, default is not None, keyword_only)
+            for arg, default, keyword_only in named]
 
 
 def _is_staticmethod(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
