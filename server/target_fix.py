@@ -110,9 +110,10 @@ def is_configured(file: Path, candidate: Candidate, siblings: list[Candidate], c
         s.kind == "factory" and s.model_class == candidate.name and (where, s.name) in configured for s in siblings)
 
 
-def plan_targets(root: Path, choices: list[Choice]) -> TargetsFix:
+def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | None = None) -> TargetsFix:
     """The edits adding a target per choice to the workspace at `root`; TargetFixError says why
-    there are none (a model file outside the root, a config file that cannot be extended)."""
+    there are none (a model file outside the root, a config file that cannot be extended).
+    `sources`: texts of model files as the editor has them (unsaved edits), by resolved path."""
     root = root.resolve()
     config_file = config_file_for(root)
     is_pyproject = config_file.name == PYPROJECT
@@ -129,7 +130,8 @@ def plan_targets(root: Path, choices: list[Choice]) -> TargetsFix:
         if not choice.candidate.top_level:
             raise TargetFixError(f"{choice.candidate.name} is not defined at the top level of {file.name}")
         if file not in files:
-            text = _read(file)
+            text = (sources or {}).get(file)
+            text = _read(file) if text is None else text
             try:
                 tree = ast.parse(text)
             except SyntaxError as error:
@@ -161,7 +163,8 @@ def plan_targets(root: Path, choices: list[Choice]) -> TargetsFix:
                                  candidate=choice.candidate, file=file, line=0))
     insertions.append(_config_insertion(config_file, config_text, is_pyproject, targets))
     _check_config(config_file, config_text, insertions[-1], is_pyproject, targets)
-    return TargetsFix(config_file=config_file, targets=_with_lines(targets, insertions), insertions=insertions)
+    texts = {str(f): t for f, (t, _, _) in files.items()}
+    return TargetsFix(config_file=config_file, targets=_with_lines(targets, insertions, texts), insertions=insertions)
 
 
 # --- the model's file ----------------------------------------------------------------------
@@ -255,13 +258,10 @@ def _bound_names(tree: ast.Module) -> set[str]:
     return names
 
 
-def _with_lines(targets: list[NewTarget], insertions: list[Insertion]) -> list[NewTarget]:
+def _with_lines(targets: list[NewTarget], insertions: list[Insertion], originals: dict[str, str]) -> list[NewTarget]:
     """Each target's `def example_inputs_…` line in its file once every insertion is applied."""
-    texts: dict[str, str] = {}
-    for file in {i.file for i in insertions}:
-        path = Path(file)
-        original = _read(path) if path.exists() else ""
-        texts[file] = apply_insertions(original, [i for i in insertions if i.file == file])
+    texts = {file: apply_insertions(original, [i for i in insertions if i.file == file])
+             for file, original in originals.items()}
     placed = []
     for target in targets:
         function = target.inputs.rpartition(":")[2]

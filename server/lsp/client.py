@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -45,6 +46,11 @@ class Client:
         if not folders and self._server.workspace.root_path:
             folders = [self._server.workspace.root_path]
         return [f for f in folders if f]
+
+    def document_text(self, uri: str) -> str | None:
+        """The text of a document the editor has open (unsaved edits included); None if closed."""
+        document = self._server.workspace.text_documents.get(unquote(uri))  # pygls' keys are unquoted
+        return document.source if document is not None else None
 
     # --- messages ----------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
