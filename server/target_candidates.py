@@ -301,3 +301,17 @@ def _literal_int(node: ast.expr | None) -> int | None:
             and node.value > 0:
         return node.value
     return None
+
+
+def imports_torch(text: str) -> bool:
+    """The file imports torch or a torch module (the workspace scan looks only at those)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            return True
+    return False
