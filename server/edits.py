@@ -1,6 +1,6 @@
 """Text insertions into the user's files: what a quick fix changes, decided by a torch-free and
 LSP-free module (translation_fix.py, decomposition_fix.py) and turned into a WorkspaceEdit in one
-place (server/lsp/code_actions.py `workspace_edit`), or applied to disk by `onnxlens init`
+place (server/lsp/workspace_edits.py), or applied to disk by `onnxlens init`
 (`apply_insertions`)."""
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from lsprotocol import types as lsp
 from onnxlens.exporter import references
 from onnxlens.exporter.types import Fix, Location
 from onnxlens.server.decomposition_fix import decomposition_fix
-from onnxlens.server.edits import Insertion
 from onnxlens.server.shapes_fix import shapes_fix
 from onnxlens.server.target_candidates import find_candidates
 from onnxlens.server.target_fix import Choice, TargetFixError, config_file_for, configured_models, is_configured, plan_targets
@@ -29,6 +28,7 @@ from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
 from .project import norm
 from .uris import path_of, uri_of
+from .workspace_edits import workspace_edit
 
 KIND = lsp.CodeActionKind.QuickFix
 TARGET_KIND = lsp.CodeActionKind.RefactorRewrite  # a new target: no problem is fixed
@@ -197,21 +197,6 @@ def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.C
     return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], edit=workspace_edit(fix.insertions),
                           command=lsp.Command(title="Open the translation", command=OPEN_TRANSLATION,
                                               arguments=[fix.module, fix.focus_line]))
-
-
-def workspace_edit(insertions: list[Insertion]) -> lsp.WorkspaceEdit:
-    """Insertions as documentChanges: files created first, then each file's edits in order (same-
-    position inserts apply in list order)."""
-    changes: list = [lsp.CreateFile(uri=uri_of(i.file), options=lsp.CreateFileOptions(overwrite=False, ignore_if_exists=True))
-                     for i in insertions if i.create]
-    by_file: dict[str, list[lsp.TextEdit]] = {}
-    for insertion in insertions:
-        position = lsp.Position(line=insertion.line - 1, character=insertion.column - 1)
-        by_file.setdefault(insertion.file, []).append(lsp.TextEdit(range=lsp.Range(start=position, end=position),
-                                                                   new_text=insertion.text))
-    changes += [lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri_of(file), version=None),
-                                     edits=edits) for file, edits in by_file.items()]
-    return lsp.WorkspaceEdit(document_changes=changes)
 
 
 def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
