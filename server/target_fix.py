@@ -187,7 +187,7 @@ def example_inputs_source(function: str, target: str, candidate: Candidate) -> s
         value, shaped = _value(parameter, candidate, shaped)
         body.append(f"    {parameter.name} = {value}")
         (keywords if parameter.keyword_only else positional).append(parameter.name)
-    args = f"({', '.join(positional)},)" if positional else "()"
+    args = f"({positional[0]},)" if len(positional) == 1 else f"({', '.join(positional)})"
     kwargs = "{" + ", ".join(f'"{k}": {k}' for k in keywords) + "}"
     result = f"{args}, {kwargs}" if keywords else args
     return (f"def {function}():\n"
