@@ -42,7 +42,8 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
 def _wanted(kind: lsp.CodeActionKind, only: list[lsp.CodeActionKind] | None) -> bool:
     """LSP's rule for `context.only`: a kind is asked for when it is one of them or below one
     (`refactor` asks for `refactor.rewrite`; the empty kind asks for all)."""
-    return not only or any(not o.value or kind.value == o.value or kind.value.startswith(o.value + ".") for o in only)
+    asked = [str(getattr(o, "value", o)) for o in only or []]  # lsprotocol leaves kinds it does not know as str
+    return not asked or any(not o or kind.value == o or kind.value.startswith(o + ".") for o in asked)
 
 
 class CodeActions(Feature):

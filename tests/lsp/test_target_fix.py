@@ -91,6 +91,13 @@ async def test_a_pyproject_without_onnxlens_gets_the_table_and_the_target_export
     model, config = root / "models" / "mlp.py", root / "pyproject.toml"
     try:
         client.open(model)
+        # Asked for by kind: under "refactor" (VS Code's Refactor… menu), not among quick fixes.
+        for only, offered in (([lsp.CodeActionKind.Refactor], True), ([lsp.CodeActionKind.QuickFix], False)):
+            position = lsp.Position(line=line_of(model, "class MLP") - 1, character=0)
+            actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+                text_document=lsp.TextDocumentIdentifier(uri=model.as_uri()),
+                range=lsp.Range(start=position, end=position), context=lsp.CodeActionContext(diagnostics=[], only=only)))
+            assert any(a.title == "Add MLP as an ONNX export target" for a in actions or []) is offered, (only, actions)
         changed = await _add_target(client, model, line_of(model, "class MLP"), "Add MLP as an ONNX export target")
         assert set(changed) == {model, config}
         assert config.read_text().startswith(PROJECT)  # the user's bytes first, as they were
