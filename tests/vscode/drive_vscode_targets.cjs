@@ -4,9 +4,9 @@
 //   node drive_vscode_targets.cjs CONFIG.json RESULT.json
 //
 // The workspace has PyTorch code and no onnxlens config. Steps: the server's offer ("This
-// workspace has N PyTorch models ...") as a notification, answered "Not now"; then the model's
-// file opened, the cursor put on its `class` line, Ctrl+. and the action "Add <Name> as an ONNX
-// export target" clicked; then the wait for the status entry of the export and the .onnx file.
+// workspace has N PyTorch models ...") as a notification, answered with `offer.answer`; after
+// "Not now", the cursor put on the model's `class` line, Ctrl+. and the action "Add <Name> as an
+// ONNX export target" clicked; then the wait for the status entry of the export and the .onnx file.
 // The helpers are those of drive_vscode.cjs (that script runs its own three-window scenario when
 // loaded, so they are repeated here rather than required). Every wait is on state, bounded so a
 // hang ends; the script never decides pass or fail.
@@ -141,23 +141,23 @@ async function main() {
     await openFile(page, config.file);
 
     // The server, started for a workspace without a config because its Python imports torch,
-    // asks whether to add targets; "Not now" leaves the workspace as it is (the code action
-    // below adds the target instead).
+    // asks whether to add targets: "Add targets" adds them; "Not now" leaves the workspace as it
+    // is (the code action below adds the target instead).
     await step("offer", page, async () => {
       const offer = await findNotification(page, config.offer.message, LONG);
       const buttons = await offer.item.locator(".monaco-button").allTextContents();
-      const later = offer.item.locator(".monaco-button", { hasText: config.offer.decline }).first();
-      if (!(await later.isVisible())) {
+      const answer = offer.item.locator(".monaco-button", { hasText: config.offer.answer }).first();
+      if (!(await answer.isVisible())) {
         await offer.item.locator(".codicon-notifications-expand").first().click();
       }
-      await clickAt(page, later);
+      await clickAt(page, answer);
       if (await notificationCenter(page).isVisible().catch(() => false)) {
         await bell(page).click();
       }
       return { seenIn: offer.seenIn, buttons: buttons.map((b) => b.trim()) };
     });
 
-    await step("codeAction", page, async () => {
+    if (config.title) await step("codeAction", page, async () => {
       await page.locator(".tabs-container .tab", { hasText: path.basename(config.file) }).first().click();
       const actions = await actionsOnLine(page, config.classLine);
       const row = page.locator(".action-widget .monaco-list-row", { hasText: config.title }).first();

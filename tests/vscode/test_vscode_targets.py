@@ -9,6 +9,8 @@ Chromium, in a workspace with PyTorch code and no onnxlens config (a pyproject.t
   makes VS Code apply the edit and save the files (files.refactoring.autoSave); the server picks
   the new config up and exports: the status entry says "ONNX: scorer … s" and scorer.onnx is
   written.
+* In a second window, "Add targets" on the offer: VS Code applies the server's
+  workspace/applyEdit, and the target exports the same way.
 
 Skipped only when the tools are not installed (scripts/install-vscode-e2e).
 """
@@ -46,39 +48,37 @@ class Scorer(nn.Module):
 '''
 
 
-@pytest.mark.timeout(DRIVE_TIMEOUT + 180)  # a hang of the whole run, not a performance assertion
-def test_vscode_adds_a_target_in_one_click_and_it_exports(tmp_path, vsix):
+def _run(tmp_path, vsix, answer: str, title: str | None):
     workspace = tmp_path / "scoring"
     write(workspace / "pyproject.toml", PROJECT)
     write(workspace / "models" / "scorer.py", MODEL)
     model = workspace / "models" / "scorer.py"
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    artifacts = ARTIFACTS / ("code-action" if title else "offer")
+    artifacts.mkdir(parents=True, exist_ok=True)
     settings = {"onnxlens.interpreter": str(PYTHON), "onnxlens.logLevel": "debug"}
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(CodeServer(tmp_path / "vscode", settings, extensions=(vsix,), path_prefix=(PYTHON.parent,)))
         result = drive({
-            "artifacts": str(ARTIFACTS),
+            "artifacts": str(artifacts),
             "url": server.url(workspace),
             "file": "models/scorer.py",
-            "offer": {"message": "PyTorch model and no ONNX export targets", "decline": "Not now"},
+            "offer": {"message": "PyTorch model and no ONNX export targets", "answer": answer},
             "classLine": line_of(model, "class Scorer"),
-            "title": "Add Scorer as an ONNX export target",
+            "title": title,
             "statusOk": r"^ONNX: scorer [\d.]+ s",
             "onnxFile": str(workspace / ".onnxlens" / "scorer.onnx"),
             "exportTimeoutMs": 180_000,
         }, tmp_path, driver=TARGETS_DRIVER)
-        (ARTIFACTS / "result.json").write_text(json.dumps(result, indent=2))
+        (artifacts / "result.json").write_text(json.dumps(result, indent=2))
         why = f"errors: {result['errors']}\n{result.get('driver_log', '')[-3000:]}\n{server.extension_host_logs()[-6000:]}"
     steps = result["steps"]
-
     offer = steps["offer"]
     assert not offer.get("failed"), why
     assert offer["buttons"][:2] == ["Add targets", "Not now"], offer
+    return workspace, model, steps, why
 
-    action = steps["codeAction"]
-    assert not action.get("failed"), f"{action}\n{why}"
-    assert "Add Scorer as an ONNX export target" in action["actions"], action["actions"]
 
+def _exported(workspace, model, steps, why):
     exported = steps["export"]
     assert not exported.get("failed"), f"{exported['observed']['statusItems']}\n{why}"
     assert exported["onnxFile"], why
@@ -87,3 +87,19 @@ def test_vscode_adds_a_target_in_one_click_and_it_exports(tmp_path, vsix):
                                                     "inputs": "models/scorer.py:example_inputs_scorer"}]
     assert (workspace / "pyproject.toml").read_text().startswith(PROJECT)
     assert "torch.randn(2, 12)" in model.read_text()
+
+
+@pytest.mark.timeout(DRIVE_TIMEOUT + 180)  # a hang of the whole run, not a performance assertion
+def test_vscode_adds_a_target_in_one_click_and_it_exports(tmp_path, vsix):
+    workspace, model, steps, why = _run(tmp_path, vsix, "Not now", "Add Scorer as an ONNX export target")
+    action = steps["codeAction"]
+    assert not action.get("failed"), f"{action}\n{why}"
+    assert "Add Scorer as an ONNX export target" in action["actions"], action["actions"]
+    _exported(workspace, model, steps, why)
+
+
+@pytest.mark.timeout(DRIVE_TIMEOUT + 180)
+def test_vscode_adds_the_offered_targets_and_they_export(tmp_path, vsix):
+    workspace, model, steps, why = _run(tmp_path, vsix, "Add targets", None)
+    assert "codeAction" not in steps
+    _exported(workspace, model, steps, why)
