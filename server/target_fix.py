@@ -26,6 +26,7 @@ Torch-free and LSP-free.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import tomllib
 from dataclasses import dataclass
@@ -267,7 +268,7 @@ def _with_lines(targets: list[NewTarget], insertions: list[Insertion], originals
         function = target.inputs.rpartition(":")[2]
         lines = texts[str(target.file)].splitlines()
         line = next((n for n, text in enumerate(lines, 1) if text.startswith(f"def {function}(")), 0)
-        placed.append(NewTarget(**{**target.__dict__, "line": line}))
+        placed.append(dataclasses.replace(target, line=line))
     return placed
 
 
