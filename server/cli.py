@@ -1,5 +1,6 @@
-"""`onnxlens` command line: `onnxlens serve` (LSP on stdio), `onnxlens check` (CI) and
-`onnxlens --version` (onnxlens, the ONNX stack, the worker's interpreter, the torch adapter).
+"""`onnxlens` command line: `onnxlens serve` (LSP on stdio), `onnxlens check` (CI), `onnxlens
+init` (export targets for the workspace's models) and `onnxlens --version` (onnxlens, the ONNX
+stack, the worker's interpreter, the torch adapter).
 
 `onnxlens check` exports the workspace's targets through the same ExportService the language
 server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF.
@@ -79,13 +80,23 @@ def _parser() -> argparse.ArgumentParser:
                        help="exports at once (default: CPUs, at most 4)")
     check.add_argument("--no-verify", action="store_true", help="skip the onnxruntime comparison")
     check.add_argument("--no-cache", action="store_true", help="export even if a cached result is valid")
+    init = sub.add_parser(
+        "init", help="add an export target for each model the workspace defines",
+        description="Find the nn.Module classes (constructed without arguments) and model factory "
+                    "functions of the workspace's Python files and add an export target for each that "
+                    "has none, with example inputs written beside it. Exit status: 0 done (or nothing "
+                    "to add), 2 usage error or a config that cannot be extended.",
+    )
+    init.add_argument("path", nargs="?", default=".", metavar="PATH",
+                      help="the workspace directory (a config above it makes its directory the workspace); default: .")
+    init.add_argument("--dry-run", action="store_true", help="print what would be added; change nothing")
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)  # usage mistakes: argparse prints them and exits 2
     try:
-        status = serve() if args.command == "serve" else check(args)
+        status = serve() if args.command == "serve" else init(args) if args.command == "init" else check(args)
     except UsageError as error:
         print(f"onnxlens: {error}", file=sys.stderr)
         status = EXIT_USAGE
@@ -142,6 +153,53 @@ def check(args: argparse.Namespace) -> int:
     sys.stdout.flush()
 
     return EXIT_USAGE if internal_errors else exit_status(run)
+
+
+def init(args: argparse.Namespace) -> int:
+    """`onnxlens init`: plan the targets (server/workspace_targets.py, server/target_fix.py), print
+    them, and unless --dry-run apply the insertions to the files."""
+    from onnxlens.exporter import atomic
+    from onnxlens.server.edits import apply_insertions
+    from onnxlens.server.target_fix import TargetFixError, plan_targets
+    from onnxlens.server.workspace_targets import workspace_choices
+
+    path = Path(args.path)
+    if not path.is_dir():
+        raise UsageError(f"{path}: not a directory")
+    config = find_config(path)
+    root = (config.parent if config is not None else path).resolve()
+    choices = workspace_choices(root)
+    if not choices:
+        print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
+              "(nn.Module classes constructed without arguments, and factory functions)")
+        return EXIT_OK
+    try:
+        fix = plan_targets(root, choices)
+    except TargetFixError as error:
+        raise UsageError(str(error)) from None
+    verb = "would add" if args.dry_run else "added"
+    for target in fix.targets:
+        print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")
+    files = list(dict.fromkeys(insertion.file for insertion in fix.insertions))
+    if args.dry_run:
+        print(f"would change {', '.join(_relative(f, root) for f in files)} (--dry-run: nothing written)")
+        return EXIT_OK
+    for file in files:
+        existing = Path(file).exists()
+        # newline="": the file's own line endings, kept byte for byte
+        original = open(file, encoding="utf-8", newline="").read() if existing else ""
+        mode = Path(file).stat().st_mode if existing else None
+        atomic.write_text(file, apply_insertions(original, [i for i in fix.insertions if i.file == file]))
+        if mode is not None:
+            os.chmod(file, mode & 0o7777)  # an edited file keeps its mode (an executable script stays one)
+    print(f"changed {', '.join(_relative(f, root) for f in files)}; the example inputs' shapes are guesses "
+          f"(marked TODO where nothing told them): check them, then run `onnxlens check {args.path}`")
+    return EXIT_OK
+
+
+def _relative(file: str, root: Path) -> str:
+    path = Path(file)
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else file
 
 
 def exit_status(run: CheckRun) -> int:

@@ -26,6 +26,7 @@ class ClientFeatures:
     encoding: str = "utf-16"  # the negotiated position encoding (LSP's default: UTF-16 code units)
     show_document: bool = False  # window.showDocument.support
     create_files: bool = False  # workspace.workspaceEdit: documentChanges with the `create` resource operation
+    apply_edit: bool = False  # workspace.applyEdit: the server may ask the client to apply a WorkspaceEdit
     work_done_progress: bool = False  # window.workDoneProgress
     code_lens_refresh: bool = False  # workspace.codeLens.refreshSupport
     configuration: bool = False  # workspace.configuration: settings can be pulled
@@ -43,6 +44,7 @@ class ClientFeatures:
             encoding=encoding_name(encoding),
             show_document=bool(window and window.show_document and window.show_document.support),
             create_files=_creates_files(workspace),
+            apply_edit=bool(workspace and workspace.apply_edit),
             work_done_progress=bool(window and window.work_done_progress),
             code_lens_refresh=bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support),
             configuration=bool(workspace and workspace.configuration),

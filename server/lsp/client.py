@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -45,6 +46,11 @@ class Client:
         if not folders and self._server.workspace.root_path:
             folders = [self._server.workspace.root_path]
         return [f for f in folders if f]
+
+    def document_text(self, uri: str) -> str | None:
+        """The text of a document the editor has open (unsaved edits included); None if closed."""
+        document = self._server.workspace.text_documents.get(unquote(uri))  # pygls' keys are unquoted
+        return document.source if document is not None else None
 
     # --- messages ----------------------------------------------------------------------------
     def log(self, level: int, message: str) -> None:
@@ -94,6 +100,17 @@ class Client:
         return bool(result and result.success)
 
     # --- questions ---------------------------------------------------------------------------
+    async def ask(self, kind: lsp.MessageType, message: str, actions: list[str]) -> str | None:
+        """window/showMessageRequest: the title of the action the user chose; None if dismissed."""
+        chosen = await self._server.window_show_message_request_async(lsp.ShowMessageRequestParams(
+            type=kind, message=message, actions=[lsp.MessageActionItem(title=a) for a in actions]))
+        return chosen.title if chosen is not None else None
+
+    async def apply_edit(self, label: str, edit: lsp.WorkspaceEdit) -> bool:
+        """workspace/applyEdit (the caller checks `features.apply_edit`); True if applied."""
+        result = await self._server.workspace_apply_edit_async(lsp.ApplyWorkspaceEditParams(edit=edit, label=label))
+        return bool(result and result.applied)
+
     async def configuration(self, section: str) -> Any:
         """workspace/configuration for one section (the caller checks `features.configuration`)."""
         [value] = await self._server.workspace_configuration_async(lsp.ConfigurationParams(

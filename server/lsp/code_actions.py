@@ -2,25 +2,36 @@
 the finding's own fixes as quick fixes with a WorkspaceEdit, and on an `unsupported-op` one
 "Write an ONNX translation for aten.X" per op (server/translation_fix.py decides the edits) and,
 where torch can decompose the op into ops with translations, "Decompose aten.X with torch's
-decomposition" (server/decomposition_fix.py)."""
+decomposition" (server/decomposition_fix.py).
+
+Without a diagnostic: "Declare dynamic shapes for <target>" on a target's definitions, and
+"Add <Name> as an ONNX export target" (kind refactor.rewrite) on the header line of an nn.Module
+class or a model factory that no target exports yet (server/target_candidates.py finds them,
+server/target_fix.py decides the edits)."""
 
 from __future__ import annotations
+
+import logging
+from pathlib import Path
 
 from lsprotocol import types as lsp
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import Fix, Location
 from onnxlens.server.decomposition_fix import decomposition_fix
-from onnxlens.server.edits import Insertion
 from onnxlens.server.shapes_fix import shapes_fix
+from onnxlens.server.target_candidates import find_candidates
+from onnxlens.server.target_fix import Choice, TargetFixError, config_file_for, configured_models, is_configured, plan_targets
 from onnxlens.server.translation_fix import TranslationFix, translation_fix
 
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
 from .project import norm
 from .uris import path_of, uri_of
+from .workspace_edits import workspace_edit
 
 KIND = lsp.CodeActionKind.QuickFix
+TARGET_KIND = lsp.CodeActionKind.RefactorRewrite  # a new target: no problem is fixed
 OPEN_TRANSLATION = "onnxlens.openTranslation"  # commands.py answers it (features do not import each other)
 
 
@@ -28,12 +39,20 @@ def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
     return a.start.line <= b.end.line and b.start.line <= a.end.line
 
 
+def _wanted(kind: lsp.CodeActionKind, only: list[lsp.CodeActionKind] | None) -> bool:
+    """LSP's rule for `context.only`: a kind is asked for when it is one of them or below one
+    (`refactor` asks for `refactor.rewrite`; the empty kind asks for all)."""
+    asked = [str(getattr(o, "value", o)) for o in only or []]  # lsprotocol leaves kinds it does not know as str
+    return not asked or any(not o or kind.value == o or kind.value.startswith(o + ".") for o in asked)
+
+
 class CodeActions(Feature):
-    @handles(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[KIND]))
+    @handles(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[KIND, TARGET_KIND]))
     def code_action(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
         only = params.context.only
-        if only and not any(KIND.value.startswith(kind.value) for kind in only):
-            return None
+        targets = self._new_target_actions(path_of(params.text_document.uri), params) if _wanted(TARGET_KIND, only) else []
+        if not _wanted(KIND, only):
+            return targets or None
         entries = [e for e in self.session.diagnostics.entries(path_of(params.text_document.uri))
                    if _overlaps(e.diagnostic.range, params.range)]
         actions: list[lsp.CodeAction] = []
@@ -48,7 +67,7 @@ class CodeActions(Feature):
                 continue
             seen.add(entry.owner)
             actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner])
-        return actions or None
+        return actions + targets or None
 
     def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
         config, target = entry.owner
@@ -123,6 +142,53 @@ class CodeActions(Feature):
         return actions
 
 
+    def _new_target_actions(self, file: str, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        """"Add <Name> as an ONNX export target" on the `class`/`def` line of a candidate that is
+        no target's model yet, in a workspace inside the client's folders. Creating the config
+        file needs a client that creates files from a WorkspaceEdit."""
+        root = self._workspace_root(file) if file.endswith(".py") else None
+        if root is None:
+            return []
+        text = self.session.client.document_text(params.text_document.uri)
+        try:
+            text = Path(file).read_text(encoding="utf-8") if text is None else text
+        except (OSError, UnicodeDecodeError):
+            return []
+        selected = params.range
+        candidates = find_candidates(text)
+        here = [c for c in candidates if c.top_level and selected.start.line <= c.line - 1 <= selected.end.line]
+        if not here:
+            return []
+        config_file = config_file_for(root)
+        if not config_file.exists() and not self.session.client.features.create_files:
+            return []
+        configured = configured_models(config_file)
+        actions = []
+        for candidate in here:
+            if is_configured(Path(file), candidate, candidates, configured):
+                continue
+            try:
+                fix = plan_targets(root, [Choice(Path(file), candidate)], sources={Path(file): text})
+            except TargetFixError as error:
+                self.session.log(logging.INFO, f"onnxlens: no target for {candidate.name}: {error}")
+                continue
+            actions.append(lsp.CodeAction(title=fix.title, kind=TARGET_KIND, edit=workspace_edit(fix.insertions)))
+        return actions
+
+    def _workspace_root(self, file: str) -> Path | None:
+        """The root new targets of `file` go to: its project's (the innermost) or its workspace
+        folder's; None outside the client's workspace folders."""
+        folders = [Path(norm(f)) for f in self.session.client.folders()]
+        inside = [f for f in folders if Path(file).is_relative_to(f)]
+        if not inside:
+            return None
+        containing = [p.root for p in self.session.projects_containing(file)]
+        projects = [r for r in containing if any(r.is_relative_to(f) for f in inside)]
+        if containing and not projects:
+            return None  # a config above the folder governs it: a new one here would shadow it
+        return max(projects or inside, key=lambda r: len(str(r)))
+
+
 def _line_of(location: Location | None) -> tuple[str | None, int | None]:
     return (norm(location.file), location.line) if location is not None else (None, None)
 
@@ -132,21 +198,6 @@ def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.C
     return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], edit=workspace_edit(fix.insertions),
                           command=lsp.Command(title="Open the translation", command=OPEN_TRANSLATION,
                                               arguments=[fix.module, fix.focus_line]))
-
-
-def workspace_edit(insertions: list[Insertion]) -> lsp.WorkspaceEdit:
-    """Insertions as documentChanges: files created first, then each file's edits in order (same-
-    position inserts apply in list order)."""
-    changes: list = [lsp.CreateFile(uri=uri_of(i.file), options=lsp.CreateFileOptions(overwrite=False, ignore_if_exists=True))
-                     for i in insertions if i.create]
-    by_file: dict[str, list[lsp.TextEdit]] = {}
-    for insertion in insertions:
-        position = lsp.Position(line=insertion.line - 1, character=insertion.column - 1)
-        by_file.setdefault(insertion.file, []).append(lsp.TextEdit(range=lsp.Range(start=position, end=position),
-                                                                   new_text=insertion.text))
-    changes += [lsp.TextDocumentEdit(text_document=lsp.OptionalVersionedTextDocumentIdentifier(uri=uri_of(file), version=None),
-                                     edits=edits) for file, edits in by_file.items()]
-    return lsp.WorkspaceEdit(document_changes=changes)
 
 
 def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:

@@ -3,7 +3,8 @@
 `initialize` answers at once (no config reading, no worker): the editor waits on it. It resolves
 what the client can do, once. After `initialized` the server finds the config of every workspace
 folder, starts watching the disk, and starts the export service in the background, saying so
-("onnxlens: warming up").
+("onnxlens: warming up"). A folder without a config whose code defines PyTorch models is offered
+export targets (target_offer.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
 from .handlers import Feature, handles
+from .target_offer import TargetOffer
 from .triggers import Triggers
 
 
@@ -23,6 +25,9 @@ class Lifecycle(Feature):
     """The session's start (the disk watched, the projects found, the worker started) and end."""
 
     triggers: Triggers
+
+    def __post_init__(self) -> None:
+        self.offer = TargetOffer(self.session)
 
     @handles(lsp.INITIALIZE)
     def initialize(self, params: lsp.InitializeParams) -> None:
@@ -34,7 +39,8 @@ class Lifecycle(Feature):
         session = self.session
         self.triggers.start_watching()
         for folder in session.client.folders():
-            session.add_folder(Path(folder), export=False)
+            if session.add_folder(Path(folder), export=False) is None:
+                self.offer.consider(Path(folder))  # it asks only if no config governs the folder
         # Cached results need no worker: show them before it has warmed up; misses wait for it.
         session.service.create(jobs=session.settings.jobs)
         session.export_everything(reason="workspace opened")
@@ -49,7 +55,8 @@ class Lifecycle(Feature):
                 session.remove_project(project)
         for folder in params.event.added:
             if path := to_fs_path(folder.uri):
-                session.add_folder(Path(path), export=True)
+                if session.add_folder(Path(path), export=True) is None:
+                    self.offer.consider(Path(path))
 
     @handles(lsp.SHUTDOWN)
     async def shutdown(self, params: None) -> None:

@@ -81,6 +81,8 @@ class Session:
         config = find_config(folder)
         if config is None:
             self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
+            if self.watcher is not None:  # one non-recursive watch: cheap, and not on a big tree
+                self.watcher.watch_for_config(norm(folder))
             return None
         project = self.add_project(config)
         if project is not None and export:

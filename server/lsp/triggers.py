@@ -41,6 +41,11 @@ class Triggers:
     def saved(self, path: str) -> None:
         """The editor saved `path`. A save without changes exports nothing: the result would be
         the cached one (and a started job is not cancelled for the same content)."""
+        if Path(path).name in CONFIG_NAMES and not self._session.projects_containing(norm(path)):
+            # A config saved where there was none (the "Add as an ONNX export target" fix, a
+            # pyproject.toml given a [tool.onnxlens] table): its folder gets a project.
+            self._maybe_new_config(norm(path))
+            return
         reason = f"saved {Path(path).name}"
         if self._act_on_change(path, self._session.projects_containing(path), reason=reason, explicit=True):
             return
@@ -132,7 +137,9 @@ class Triggers:
         session.client.refresh_code_lens()
 
     def _maybe_new_config(self, path: str) -> None:
-        """A config file appeared in a workspace folder that had none."""
+        """A config file appeared, or a pyproject.toml gained [tool.onnxlens], in a workspace
+        folder that had none (saved in the editor, or seen on disk: folders without a config
+        are watched for it, watcher.py `watch_for_config`)."""
         session = self._session
         parent = str(Path(path).parent)
         if parent not in {norm(folder) for folder in session.client.folders()}:

@@ -52,6 +52,7 @@ class DiskWatcher:
         self._ignore_dir = ignore_dir
         self._observer = Observer()
         self._watched: set[str] = set()
+        self._config_only: set[str] = set()  # folders watched only for a config file appearing
         self._started = False
 
     def watch_root(self, root: str) -> None:
@@ -66,6 +67,19 @@ class DiskWatcher:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 self._watch_top_level(entry.path)
+
+    def watch_for_config(self, folder: str) -> None:
+        """A workspace folder without a config: only the folder itself (not its subdirectories),
+        so that a config file created or a pyproject.toml edited there is seen. Not counted as
+        watched: when the config appears, `watch_root` watches the folder fully."""
+        if folder in self._watched or folder in self._config_only:
+            return
+        try:
+            self._observer.schedule(_Forward(self._loop, self._callback, None), folder, recursive=False)
+        except OSError as error:
+            log.warning("cannot watch %s: %s", folder, error)
+            return
+        self._config_only.add(folder)
 
     def _watch_top_level(self, path: str) -> None:
         if path in self._watched or self._ignore_dir(path) or os.path.isfile(os.path.join(path, "pyvenv.cfg")):

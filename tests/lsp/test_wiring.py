@@ -84,7 +84,7 @@ def test_client_capabilities_are_resolved_into_one_value():
     vscode = ClientFeatures.of(client_capabilities("visual-studio-code"))
     assert vscode == ClientFeatures(related_information=True, code_description=True, show_document=True,
                                     work_done_progress=True, code_lens_refresh=True, configuration=True,
-                                    create_files=True)
+                                    create_files=True, apply_edit=True)
     neovim_07 = ClientFeatures.of(client_capabilities("neovim@v0.7.0"))
     assert not (neovim_07.show_document or neovim_07.code_description or neovim_07.code_lens_refresh)
     # Neovim (its recorded capabilities) announces resource operations but not documentChanges,

@@ -25,6 +25,7 @@ CODE_SERVER = TOOLS / "node_modules" / ".bin" / "code-server"
 PLAYWRIGHT = TOOLS / "node_modules" / "playwright-core"
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path(__file__).with_name("drive_vscode.cjs")
+TARGETS_DRIVER = Path(__file__).with_name("drive_vscode_targets.cjs")
 
 
 def missing_tools() -> list[str]:
@@ -183,11 +184,11 @@ class CodeServer:
 DRIVE_TIMEOUT = 900
 
 
-def drive(config: dict, workdir: Path, timeout: float = DRIVE_TIMEOUT) -> dict:
-    """Runs drive_vscode.cjs with `config` and returns what it recorded."""
+def drive(config: dict, workdir: Path, timeout: float = DRIVE_TIMEOUT, driver: Path = DRIVER) -> dict:
+    """Runs `driver` (drive_vscode.cjs by default) with `config` and returns what it recorded."""
     config_file, result_file = workdir / "drive-config.json", workdir / "drive-result.json"
     config_file.write_text(json.dumps({"playwright": str(PLAYWRIGHT), "chromium": str(CHROMIUM), **config}, indent=2))
-    done = subprocess.run(["node", str(DRIVER), str(config_file), str(result_file)],
+    done = subprocess.run(["node", str(driver), str(config_file), str(result_file)],
                           capture_output=True, text=True, timeout=timeout)
     if not result_file.exists():
         raise RuntimeError(f"the driver wrote no result (exit {done.returncode}):\n{done.stderr[-4000:]}")

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
-import { isOnnxlensConfig } from "../src/common/workspace";
+import { importsTorch, isOnnxlensConfig } from "../src/common/workspace";
 
 const EXAMPLES = path.resolve(__dirname, "..", "..", "..", "examples");
 
@@ -21,4 +21,13 @@ test("a pyproject.toml configures onnxlens only with a [tool.onnxlens] table", (
 
 test("an onnxlens.toml always configures onnxlens", () => {
   assert.ok(isOnnxlensConfig("C:\\ws\\onnxlens.toml", ""));
+});
+
+test("PyTorch code is told by its imports of torch", () => {
+  assert.ok(importsTorch("import torch\n"));
+  assert.ok(importsTorch('"""Models."""\nfrom torch import nn\n'));
+  assert.ok(importsTorch("import os\n    import torch.nn as nn\n"));
+  assert.ok(!importsTorch("import torchvision_stub\n"));
+  assert.ok(!importsTorch("# uses torch\nimport numpy\n"));
+  assert.ok(!importsTorch('text = "from torchaudio"\n'));
 });

@@ -14,7 +14,7 @@ import { Reports } from "./reports";
 import { startServer } from "./server";
 import { getSettings, toServerSettings } from "./settings";
 import { StatusView } from "./status";
-import { findOnnxlensConfig, serverFolder } from "./workspace";
+import { findOnnxlensConfig, findTorchCode, serverFolder } from "./workspace";
 
 export class ServerManager implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -93,16 +93,21 @@ export class ServerManager implements vscode.Disposable {
     await this.stop();
     const config = await findOnnxlensConfig();
     if (!config) {
-      this.logger.info("no onnxlens config in this workspace (pyproject.toml with [tool.onnxlens], or onnxlens.toml): not starting the server");
-      this.status.apply({ kind: "server", phase: "idle" });
-      return;
+      const torchFile = await findTorchCode();
+      if (!torchFile) {
+        this.logger.info("no onnxlens config in this workspace (pyproject.toml with [tool.onnxlens], or onnxlens.toml) and no Python file importing torch: not starting the server");
+        this.status.apply({ kind: "server", phase: "idle" });
+        return;
+      }
+      // The server offers export targets for the models it finds (and the code action on each).
+      this.logger.info(`no onnxlens config in this workspace; ${torchFile.fsPath} imports torch: starting the server, which offers export targets`);
     }
     this.status.apply({ kind: "server", phase: "starting" });
     const folder = serverFolder(config);
     const settings = getSettings(folder?.uri);
     this.logger.setLevel(settings.logLevel);
     const interpreter = await findInterpreter(settings.interpreter, folder);
-    this.logger.info(`config: ${config.fsPath}; interpreter: ${describeInterpreter(interpreter)}`);
+    this.logger.info(`config: ${config ? config.fsPath : "none yet"}; interpreter: ${describeInterpreter(interpreter)}`);
 
     const probe = await runProbe(interpreter.command, folder?.uri.fsPath);
     const verdict = judgeProbe(interpreter.command, probe);

@@ -1,0 +1,88 @@
+"""The offer for a workspace folder without a config: when the folder's own Python files define
+PyTorch models (server/workspace_targets.py, the same scan as `onnxlens init`), the server asks
+
+    This workspace has N PyTorch models and no ONNX export targets. Add them?   [Add targets] [Not now]
+
+(window/showMessageRequest) and on "Add targets" asks the client to apply `onnxlens init`'s edits
+(workspace/applyEdit). The new config is then picked up like any config that appears: saved in
+the editor (triggers.py), or seen on disk (a folder without a config is watched for one).
+
+Asked once per folder and session, in the background: `initialized` does not wait for the user.
+The scan walks directories, so it runs in a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from lsprotocol import types as lsp
+
+from onnxlens.server.config import find_config
+from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, plan_targets
+from onnxlens.server.workspace_targets import workspace_choices
+
+from .session import Session
+from .workspace_edits import workspace_edit
+
+ADD, LATER = "Add targets", "Not now"
+
+
+def question(count: int) -> str:
+    models = "1 PyTorch model" if count == 1 else f"{count} PyTorch models"
+    return f"This workspace has {models} and no ONNX export targets. Add {'it' if count == 1 else 'them'}?"
+
+
+class TargetOffer:
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._asked: set[str] = set()  # folders asked about in this session
+        self._tasks: set[asyncio.Task] = set()
+
+    def consider(self, folder: Path) -> None:
+        """Ask about `folder` in the background if it has no config and the client can apply
+        the edits."""
+        key = str(folder.resolve())
+        if key in self._asked or not self._session.client.features.apply_edit:
+            return
+        self._asked.add(key)
+        task = asyncio.ensure_future(self._offer(Path(key)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _offer(self, folder: Path) -> None:
+        session = self._session
+        try:
+            fix = await self._plan(folder)
+            if fix is None:
+                return
+            answer = await session.client.ask(lsp.MessageType.Info, question(len(fix.targets)), [ADD, LATER])
+            if answer != ADD:
+                return
+            fix = await self._plan(folder)  # the files may have changed while the question was open
+            if fix is None:
+                return
+            applied = await session.client.apply_edit("Add ONNX export targets", workspace_edit(fix.insertions))
+            session.log(logging.INFO, f"onnxlens: {'added' if applied else 'the editor did not apply'} targets "
+                                      f"{', '.join(t.name for t in fix.targets)} in {fix.config_file}")
+        except Exception as error:  # noqa: BLE001 - an offer that fails must not disturb the session
+            session.log(logging.WARNING, f"onnxlens: could not offer export targets for {folder}: {error}")
+
+    async def _plan(self, folder: Path) -> TargetsFix | None:
+        """`onnxlens init`'s edits for the folder; None when it has a config, no models, or
+        edits the client cannot apply (a new file, for a client that does not create files)."""
+        loop = asyncio.get_running_loop()
+        if await loop.run_in_executor(None, find_config, folder) is not None:
+            return None
+        choices: list[Choice] = await loop.run_in_executor(None, workspace_choices, folder)
+        if not choices:
+            return None
+        try:
+            fix = await loop.run_in_executor(None, plan_targets, folder, choices)
+        except TargetFixError as error:
+            self._session.log(logging.INFO, f"onnxlens: no export targets offered for {folder}: {error}")
+            return None
+        if any(i.create for i in fix.insertions) and not self._session.client.features.create_files:
+            return None
+        return fix

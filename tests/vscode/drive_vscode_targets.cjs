@@ -1,0 +1,190 @@
+// Drives one code-server window in headless Chromium (playwright-core) through "one-click
+// targets" and records what a person would see; tests/vscode/test_vscode_targets.py asserts.
+//
+//   node drive_vscode_targets.cjs CONFIG.json RESULT.json
+//
+// The workspace has PyTorch code and no onnxlens config. Steps: the server's offer ("This
+// workspace has N PyTorch models ...") as a notification, answered with `offer.answer`; after
+// "Not now", the cursor put on the model's `class` line, Ctrl+. and the action "Add <Name> as an
+// ONNX export target" clicked; then the wait for the status entry of the export and the .onnx file.
+// The helpers are those of drive_vscode.cjs (that script runs its own three-window scenario when
+// loaded, so they are repeated here rather than required). Every wait is on state, bounded so a
+// hang ends; the script never decides pass or fail.
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+
+const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const resultPath = process.argv[3];
+const { chromium } = require(config.playwright);
+const result = { steps: {}, errors: [] };
+const t0 = Date.now();
+const log = (message) => process.stderr.write(`[drive-targets ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
+const LONG = 120_000;
+
+async function openFile(page, relativePath) {
+  await page.keyboard.press("Control+p");
+  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
+  await page.keyboard.type(relativePath);
+  const name = path.basename(relativePath);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
+  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: LONG });
+  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: LONG });
+}
+
+async function observe(page) {
+  return page.evaluate(() => ({
+    statusItems: [...document.querySelectorAll(".statusbar-item")].map((item) => ({
+      id: item.id,
+      text: item.textContent.replace(/\u00a0/g, " ").trim(),
+    })),
+    notifications: [...document.querySelectorAll(".notification-toast, .notifications-center .notification-list-item")].map((toast) => ({
+      message: toast.querySelector(".notification-list-item-message")?.textContent ?? "",
+      buttons: [...toast.querySelectorAll(".monaco-button")].map((button) => button.textContent.trim()),
+    })),
+    tabs: [...document.querySelectorAll(".tabs-container .tab")].map((tab) => tab.getAttribute("aria-label") ?? tab.textContent),
+  }));
+}
+
+async function clickAt(page, locator) {
+  await locator.waitFor({ state: "visible", timeout: LONG });
+  const box = await locator.boundingBox();
+  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+}
+
+async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
+  await page.waitForFunction(
+    ([part, source]) =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (item) => item.id.includes(part) && new RegExp(source).test(item.textContent.replace(/\u00a0/g, " ").trim()),
+      ),
+    [idPart, pattern],
+    { timeout: timeoutMs, polling: 250 },
+  );
+}
+
+const bell = (page) => page.locator('.statusbar-item[id="status.notifications"]').first();
+const notificationCenter = (page) => page.locator(".notifications-center.visible");
+
+/** A notification with `text`: its toast, or its entry in the notification center (see drive_vscode.cjs). */
+async function findNotification(page, text, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  const toast = page.locator(".notification-toast", { hasText: text }).first();
+  const entry = page.locator(".notifications-center .notification-list-item", { hasText: text }).first();
+  let lastCenterLook = 0;
+  while (Date.now() < deadline) {
+    if (await toast.isVisible().catch(() => false)) {
+      return { seenIn: "toast", item: toast };
+    }
+    if (Date.now() - lastCenterLook > 5_000 && (await bell(page).isVisible().catch(() => false))) {
+      lastCenterLook = Date.now();
+      if (!(await notificationCenter(page).isVisible().catch(() => false))) {
+        await bell(page).click();
+      }
+      if (await entry.waitFor({ state: "visible", timeout: 1_500 }).then(() => true, () => false)) {
+        return { seenIn: "notification center", item: entry };
+      }
+      if (await notificationCenter(page).isVisible().catch(() => false)) {
+        await bell(page).click();
+      }
+    }
+    await page.waitForTimeout(250);
+  }
+  throw new Error(`no notification containing ${JSON.stringify(text)} within ${timeoutMs} ms`);
+}
+
+/** Ctrl+G to `line`, then Ctrl+.; the rows of the action widget (closed again unless `keep`). */
+async function actionsOnLine(page, line) {
+  await page.locator(".editor-instance .monaco-editor .view-lines").first().click();
+  await page.keyboard.press("Control+g");
+  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
+  await page.keyboard.type(`${line}:1`);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(".quick-input-widget", { state: "hidden" });
+  await page.keyboard.press("Control+.");
+  // Either the list of actions or VS Code's "No code actions available" hint.
+  await page.waitForFunction(
+    () => document.querySelector(".action-widget .monaco-list-row") || /No code actions/.test(document.body.innerText),
+    null,
+    { timeout: LONG, polling: 100 },
+  );
+  return page.$$eval(".action-widget .monaco-list-row", (rows) => rows.map((row) => row.textContent.trim()));
+}
+
+async function step(name, page, body) {
+  try {
+    result.steps[name] = await body();
+    log(`${name}: done`);
+  } catch (error) {
+    result.errors.push({ step: name, error: String(error && error.message ? error.message.split("\n")[0] : error) });
+    log(`${name}: FAILED ${error}`);
+    result.steps[name] = { failed: true };
+  }
+  try {
+    result.steps[name].observed = await observe(page);
+    await page.screenshot({ path: path.join(config.artifacts, `targets-${name}.png`) });
+  } catch (error) {
+    result.errors.push({ step: `${name} (observe)`, error: String(error) });
+  }
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: config.chromium,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+    await page.goto(config.url, { timeout: LONG });
+    await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
+    await openFile(page, config.file);
+
+    // The server, started for a workspace without a config because its Python imports torch,
+    // asks whether to add targets: "Add targets" adds them; "Not now" leaves the workspace as it
+    // is (the code action below adds the target instead).
+    await step("offer", page, async () => {
+      const offer = await findNotification(page, config.offer.message, LONG);
+      const buttons = await offer.item.locator(".monaco-button").allTextContents();
+      const answer = offer.item.locator(".monaco-button", { hasText: config.offer.answer }).first();
+      if (!(await answer.isVisible())) {
+        await offer.item.locator(".codicon-notifications-expand").first().click();
+      }
+      await clickAt(page, answer);
+      if (await notificationCenter(page).isVisible().catch(() => false)) {
+        await bell(page).click();
+      }
+      return { seenIn: offer.seenIn, buttons: buttons.map((b) => b.trim()) };
+    });
+
+    if (config.title) await step("codeAction", page, async () => {
+      await page.locator(".tabs-container .tab", { hasText: path.basename(config.file) }).first().click();
+      const actions = await actionsOnLine(page, config.classLine);
+      const row = page.locator(".action-widget .monaco-list-row", { hasText: config.title }).first();
+      if (!(await row.isVisible().catch(() => false))) {
+        throw new Error(`no "${config.title}" among the code actions: ${JSON.stringify(actions)}`);
+      }
+      await clickAt(page, row);
+      return { actions };
+    });
+
+    await step("export", page, async () => {
+      const started = Date.now();
+      await waitForStatusItem(page, "onnxlens", config.statusOk, config.exportTimeoutMs);
+      const deadline = Date.now() + LONG;
+      while (!fs.existsSync(config.onnxFile) && Date.now() < deadline) {
+        await page.waitForTimeout(250);
+      }
+      return { secondsUntilExported: (Date.now() - started) / 1000, onnxFile: fs.existsSync(config.onnxFile) };
+    });
+  } finally {
+    await browser.close();
+    fs.writeFileSync(resultPath, JSON.stringify(result, null, 2));
+  }
+}
+
+main().catch((error) => {
+  result.errors.push({ step: "driver", error: String(error) });
+  fs.writeFileSync(resultPath, JSON.stringify(result, null, 2));
+  process.exit(1);
+});
