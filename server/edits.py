@@ -1,11 +1,16 @@
 """Text insertions into the user's files: what a quick fix changes, decided by a torch-free and
-LSP-free module (translation_fix.py, decomposition_fix.py) and turned into a WorkspaceEdit in one
-place (server/lsp/workspace_edits.py), or applied to disk by `onnxlens init`
-(`apply_insertions`)."""
+LSP-free module (translation_fix.py, decomposition_fix.py, shapes_fix.py, target_fix.py) and
+turned into a WorkspaceEdit in one place (server/lsp/workspace_edits.py), or applied to disk by
+`onnxlens init` (`apply_insertions`); and the workspace module a fix may edit
+(`editable_module`)."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
+from pathlib import Path
+
+from onnxlens.exporter import references
 
 
 @dataclass(frozen=True)
@@ -39,3 +44,27 @@ def apply_insertions(text: str, insertions: list[Insertion]) -> str:
         at = offset(insertion)
         text = text[:at] + insertion.text + text[at:]
     return text
+
+
+@dataclass(frozen=True)
+class EditableModule:
+    """A Python file of the workspace a reference points into, read and parsed for a quick fix."""
+
+    file: str
+    text: str
+    tree: ast.Module
+    reference: references.Reference  # where (FILE.py or package.module) and the attribute
+
+
+def editable_module(root: str, reference: str | None) -> EditableModule | None:
+    """The module `reference` points into, when a quick fix may edit it: inside the workspace
+    `root`, readable, valid Python; None otherwise (the fix is then not offered)."""
+    parsed = references.parse(reference)
+    file = references.source_file(root, reference)
+    if parsed is None or file is None or not Path(file).is_relative_to(Path(root).resolve()):
+        return None
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+        return EditableModule(file, text, ast.parse(text), parsed)
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None

@@ -18,9 +18,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
-from onnxlens.exporter import references
 from onnxlens.exporter.types import ShapesProposal, TargetSpec
-from onnxlens.server.edits import Insertion
+from onnxlens.server.edits import Insertion, editable_module
 
 KEY = "dynamic-shapes"
 
@@ -29,24 +28,16 @@ KEY = "dynamic-shapes"
 class ShapesFix:
     title: str
     insertions: list[Insertion]
-    file: str  # where the factory goes
-    focus_line: int  # its `def` line once the edit is applied
 
 
 def shapes_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
                proposal: ShapesProposal) -> ShapesFix | None:
     """The edits declaring `proposal`'s dynamic dimensions for `spec`, or None when there is no
     clean place for them. `target_line`: the target's `[[...target]]` header line."""
-    parsed = references.parse(spec.inputs)
-    file = references.source_file(spec.root, spec.inputs)
-    if spec.dynamic_shapes or target_line is None or parsed is None or file is None \
-            or not Path(file).is_relative_to(Path(spec.root).resolve()):
+    module = editable_module(spec.root, spec.inputs) if not spec.dynamic_shapes and target_line is not None else None
+    if module is None:
         return None
-    try:
-        text = Path(file).read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
+    file, text, tree, parsed = module.file, module.text, module.tree, module.reference
     inputs = next((node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and node.name == parsed.attribute), None)
     if inputs is None or inputs.end_lineno is None:
@@ -59,7 +50,7 @@ def shapes_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
     where = parsed.where
     key = f'{KEY} = "{where}:{name}"  # the inputs\' dimensions that may vary\n'
     title = f"Declare dynamic shapes for {spec.name} ({', '.join(proposal.dims)})"
-    return ShapesFix(title=title, file=file, focus_line=after + 2,
+    return ShapesFix(title=title,
                      insertions=[Insertion(file, after, 1, f"{ending}\n\n{source}"),
                                  Insertion(str(config_file), target_line + 1, 1, key)])
 

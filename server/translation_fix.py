@@ -25,7 +25,7 @@ from pathlib import Path
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import TargetSpec, TranslationStub
-from onnxlens.server.edits import Insertion
+from onnxlens.server.edits import Insertion, editable_module
 
 TABLE = "translations"  # the table's name in a module the fix creates
 
@@ -87,15 +87,10 @@ def new_module_text(stub: TranslationStub) -> str:
 
 
 def _extend_module(spec: TargetSpec, stub: TranslationStub, title: str) -> TranslationFix | None:
-    parsed = references.parse(spec.custom_translations)
-    file = references.source_file(spec.root, spec.custom_translations)
-    if parsed is None or file is None or not Path(file).is_relative_to(Path(spec.root).resolve()):
+    module = editable_module(spec.root, spec.custom_translations)
+    if module is None:
         return None
-    try:
-        text = Path(file).read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
-        return None
+    file, text, tree, parsed = module.file, module.text, module.tree, module.reference
     table = _table_assignment(tree, parsed.attribute)
     if table is None or stub.key in text:
         return None

@@ -442,17 +442,22 @@ async function main() {
       await runCommand(withPage, "ONNX Lens: Export All Targets");
       await runCommand(withPage, "ONNX Lens: Show Output");
       const started = Date.now();
-      await withPage.waitForFunction(
+      // The output view renders only the lines in view: a line scrolls out as the server logs
+      // more (seen on a loaded machine: mlp's line gone by the time the view was read). Every
+      // line seen while waiting is kept, and the patterns are matched against all of them.
+      const seen = await withPage.waitForFunction(
         (patterns) => {
-          const text = document.querySelector(".output-view .view-lines")?.textContent.replace(/\u00a0/g, " ") ?? "";
-          return patterns.every((pattern) => new RegExp(pattern).test(text));
+          const kept = (window.__onnxlensOutput ??= []);
+          for (const line of document.querySelectorAll(".output-view .view-lines .view-line")) {
+            const text = line.textContent.replace(/\u00a0/g, " ");
+            if (!kept.includes(text)) kept.push(text);
+          }
+          return patterns.every((pattern) => kept.some((text) => new RegExp(pattern).test(text))) && kept;
         },
         config.commands.outputPatterns,
         { timeout: config.commands.timeoutMs, polling: 250 },
       );
-      const output = await withPage.$eval(".output-view .view-lines", (lines) =>
-        [...lines.querySelectorAll(".view-line")].map((line) => line.textContent.replace(/\u00a0/g, " ")),
-      );
+      const output = await seen.jsonValue();
       const secondsUntilExported = (Date.now() - started) / 1000;
       // Reveal ONNX File: pick one of the exported models; the Explorer selects it.
       await runCommand(withPage, "ONNX Lens: Reveal ONNX File", { waitHidden: false });
