@@ -85,12 +85,15 @@ def specializations_recorded() -> Iterator[list[Specialization]]:
         yield recorded
         return
 
-    def recording(shape_env: Any, symbol: Any, target: Any, message: str) -> None:
-        if getattr(target, "is_Integer", False) and symbol not in shape_env.replacements:
-            sources = [source.name() if callable(source.name) else source.name
-                       for source in shape_env.var_to_sources.get(symbol, [])]
-            recorded.append(Specialization(sources, int(target), traceback.extract_stack()[:-1]))
-        return stock(shape_env, symbol, target, message)
+    def recording(shape_env: Any, symbol: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            if getattr(target, "is_Integer", False) and symbol not in shape_env.replacements:
+                sources = [source.name() if callable(source.name) else source.name
+                           for source in shape_env.var_to_sources.get(symbol, [])]
+                recorded.append(Specialization(sources, int(target), traceback.extract_stack()[:-1]))
+        except Exception:  # noqa: BLE001 - recording is a bonus: never in the way of the capture
+            pass
+        return stock(shape_env, symbol, target, *args, **kwargs)
 
     symbolic_shapes.ShapeEnv._set_replacement = recording
     try:

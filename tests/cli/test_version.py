@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,7 +29,11 @@ def test_version_names_the_stack_the_interpreter_and_the_adapter():
     assert lines[1] == (f"torch {torch_version}, onnx {importlib.metadata.version('onnx')}, "
                         f"onnxscript {importlib.metadata.version('onnxscript')}, "
                         f"onnxruntime {importlib.metadata.version('onnxruntime')}")
-    assert lines[2].startswith(f"worker python {sys.executable} (Python {sys.version.split()[0]})")
+    # The worker's interpreter is the one running the command: `python` and `python3` in a venv
+    # are one interpreter (the console script names whichever pip was run with).
+    worker = re.fullmatch(r"worker python (\S+) \(Python (\S+)\).*", lines[2])
+    assert worker and os.path.realpath(worker[1]) == os.path.realpath(sys.executable), lines[2]
+    assert worker[2] == sys.version.split()[0]
     minor = ".".join(torch_version.split(".")[:2])
     assert lines[3].startswith(f"torch adapter {EXPECTED_ADAPTERS[minor]} (torch ")
     assert len(lines) == 4 and not process.stderr
