@@ -18,13 +18,13 @@ const path = require("node:path");
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const resultPath = process.argv[3];
 const { chromium } = require(config.playwright);
+const { LONG, clickAt, openFile, waitForStatusItem, closeNotificationCenter, findNotification } = require("./vscode_ui.cjs");
 const result = { steps: {}, errors: [], timings: {} };
 const t0 = Date.now();
 const log = (message) => process.stderr.write(`[drive ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
 // Every wait is on state (what the window shows, a file, a log line), bounded so that a hang
 // ends; the bounds are generous because a loaded machine is slow, and they are not what the test
 // asserts: the test asserts what the steps saw.
-const LONG = 120_000;
 
 async function openWorkbench(browser, url) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
@@ -33,16 +33,6 @@ async function openWorkbench(browser, url) {
   return page;
 }
 
-/** Opens a workspace file with Quick Open (Ctrl+P), as a person would. */
-async function openFile(page, relativePath) {
-  await page.keyboard.press("Control+p");
-  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
-  await page.keyboard.type(relativePath);
-  const name = path.basename(relativePath);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
-  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: LONG });
-  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: LONG });
-}
 
 /** What the window shows now: the problems counter, Problems panel rows, squiggles, tabs, status bar. */
 async function observe(page) {
@@ -147,27 +137,7 @@ async function waitForErrors(page, min, max, timeoutMs) {
   );
 }
 
-/** Waits until the status bar item whose id contains `idPart` has text matching `pattern`. */
-async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
-  await page.waitForFunction(
-    ([part, source]) =>
-      [...document.querySelectorAll(".statusbar-item")].some(
-        (item) => item.id.includes(part) && new RegExp(source).test(item.textContent.replace(/\u00a0/g, " ").trim()),
-      ),
-    [idPart, pattern],
-    { timeout: timeoutMs, polling: 250 },
-  );
-}
 
-/**
- * Clicks the middle of an element with the mouse, as a person does. (Playwright's own click
- * waits for the element to be "stable", which the action widget's rows never are.)
- */
-async function clickAt(page, locator) {
-  await locator.waitFor({ state: "visible", timeout: LONG });
-  const box = await locator.boundingBox();
-  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-}
 
 /** The text of the webview (the markdown preview is one) that contains `needle`, once it renders. */
 async function webviewText(page, needle, timeoutMs) {
@@ -205,46 +175,8 @@ async function until(page, predicate, timeoutMs) {
   return true;
 }
 
-const notificationCenter = (page) => page.locator(".notifications-center.visible");
-const bell = (page) => page.locator('.statusbar-item[id="status.notifications"]').first();
 
-async function closeNotificationCenter(page) {
-  if (await notificationCenter(page).isVisible().catch(() => false)) {
-    await bell(page).click();
-  }
-}
 
-/**
- * A notification containing `text`, on screen: its toast, or — a toast that timed out and was
- * hidden, as VS Code does with notifications that are not sticky (a warning with buttons too), on a
- * loaded machine before anyone looked — its entry in the notification center, which keeps every
- * notification until it is cleared (then the center is left open: closeNotificationCenter).
- * Returns where it was and its locator (its buttons work in either place). A wait on that state,
- * not on a toast being on screen at the right moment.
- */
-async function findNotification(page, text, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  const toast = page.locator(".notification-toast", { hasText: text }).first();
-  const entry = page.locator(".notifications-center .notification-list-item", { hasText: text }).first();
-  let lastCenterLook = 0;
-  while (Date.now() < deadline) {
-    if (await toast.isVisible().catch(() => false)) {
-      return { seenIn: "toast", item: toast };
-    }
-    if (Date.now() - lastCenterLook > 5_000 && (await bell(page).isVisible().catch(() => false))) {
-      lastCenterLook = Date.now();
-      if (!(await notificationCenter(page).isVisible().catch(() => false))) {
-        await bell(page).click();
-      }
-      if (await entry.waitFor({ state: "visible", timeout: 1_500 }).then(() => true, () => false)) {
-        return { seenIn: "notification center", item: entry };
-      }
-      await closeNotificationCenter(page);
-    }
-    await page.waitForTimeout(250);
-  }
-  throw new Error(`no notification containing ${JSON.stringify(text)} within ${timeoutMs} ms`);
-}
 
 /** The log files under `dir` whose names end with `suffix` (VS Code's output channel logs). */
 function logFiles(dir, suffix) {

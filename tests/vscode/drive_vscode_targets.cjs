@@ -17,20 +17,11 @@ const path = require("node:path");
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const resultPath = process.argv[3];
 const { chromium } = require(config.playwright);
+const { LONG, bell, notificationCenter, clickAt, openFile, waitForStatusItem, findNotification } = require("./vscode_ui.cjs");
 const result = { steps: {}, errors: [] };
 const t0 = Date.now();
 const log = (message) => process.stderr.write(`[drive-targets ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
-const LONG = 120_000;
 
-async function openFile(page, relativePath) {
-  await page.keyboard.press("Control+p");
-  await page.waitForSelector(".quick-input-widget input", { state: "visible" });
-  await page.keyboard.type(relativePath);
-  const name = path.basename(relativePath);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: name }).first().click();
-  await page.locator(".tabs-container .tab", { hasText: name }).first().waitFor({ timeout: LONG });
-  await page.waitForSelector(".editor-instance .view-lines .view-line", { timeout: LONG });
-}
 
 async function observe(page) {
   return page.evaluate(() => ({
@@ -46,52 +37,9 @@ async function observe(page) {
   }));
 }
 
-async function clickAt(page, locator) {
-  await locator.waitFor({ state: "visible", timeout: LONG });
-  const box = await locator.boundingBox();
-  await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
-}
 
-async function waitForStatusItem(page, idPart, pattern, timeoutMs) {
-  await page.waitForFunction(
-    ([part, source]) =>
-      [...document.querySelectorAll(".statusbar-item")].some(
-        (item) => item.id.includes(part) && new RegExp(source).test(item.textContent.replace(/\u00a0/g, " ").trim()),
-      ),
-    [idPart, pattern],
-    { timeout: timeoutMs, polling: 250 },
-  );
-}
 
-const bell = (page) => page.locator('.statusbar-item[id="status.notifications"]').first();
-const notificationCenter = (page) => page.locator(".notifications-center.visible");
 
-/** A notification with `text`: its toast, or its entry in the notification center (see drive_vscode.cjs). */
-async function findNotification(page, text, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  const toast = page.locator(".notification-toast", { hasText: text }).first();
-  const entry = page.locator(".notifications-center .notification-list-item", { hasText: text }).first();
-  let lastCenterLook = 0;
-  while (Date.now() < deadline) {
-    if (await toast.isVisible().catch(() => false)) {
-      return { seenIn: "toast", item: toast };
-    }
-    if (Date.now() - lastCenterLook > 5_000 && (await bell(page).isVisible().catch(() => false))) {
-      lastCenterLook = Date.now();
-      if (!(await notificationCenter(page).isVisible().catch(() => false))) {
-        await bell(page).click();
-      }
-      if (await entry.waitFor({ state: "visible", timeout: 1_500 }).then(() => true, () => false)) {
-        return { seenIn: "notification center", item: entry };
-      }
-      if (await notificationCenter(page).isVisible().catch(() => false)) {
-        await bell(page).click();
-      }
-    }
-    await page.waitForTimeout(250);
-  }
-  throw new Error(`no notification containing ${JSON.stringify(text)} within ${timeoutMs} ms`);
-}
 
 /** Ctrl+G to `line`, then Ctrl+.; the rows of the action widget (closed again unless `keep`). */
 async function actionsOnLine(page, line) {
