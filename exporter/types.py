@@ -130,6 +130,7 @@ class ShapesProposal(Plain):
     source: str  # its text: a function returning the spec, string dims naming the ONNX axes
     dims: list[str] = field(default_factory=list)  # the names it declares ("batch", "seq")
     sizes: list[int] = field(default_factory=list)  # their sizes in the example inputs
+    entries: dict[str, str] = field(default_factory=dict)  # input -> its spec entry ('{0: "batch"}', "None")
 
 
 @dataclass

@@ -68,3 +68,24 @@ def editable_module(root: str, reference: str | None) -> EditableModule | None:
         return EditableModule(file, text, ast.parse(text), parsed)
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return None
+
+
+def dict_entry(file: str, literal: ast.Dict | None, lines: list[str], entry: str) -> Insertion | None:
+    """`entry` (`key: value`) as a new line of a dict literal, before a closing brace that stands
+    on its own line, after an entry ending with a comma (the layout our fixes write); None for
+    any other layout. `lines`: the file's lines, with their endings."""
+    if literal is None or literal.end_lineno is None:
+        return None
+    closing = lines[literal.end_lineno - 1]
+    if closing[:literal.end_col_offset - 1].strip():
+        return None  # `}` shares its line with an entry
+    if literal.values:
+        last = literal.values[-1]
+        rest = lines[last.end_lineno - 1][last.end_col_offset:] if last.end_lineno else ""
+        if not rest.lstrip().startswith(","):
+            return None
+        key = literal.keys[-1]
+        indent = " " * (key.col_offset if key is not None else literal.values[-1].col_offset)
+    else:
+        indent = " " * (len(closing) - len(closing.lstrip()) + 4)
+    return Insertion(file, literal.end_lineno, 1, f"{indent}{entry},\n")

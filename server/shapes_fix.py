@@ -6,8 +6,9 @@ exporter/pipeline/shapes_proposal.py) written beside the target's example inputs
   workspace), named `dynamic_shapes` or, when the file already has that name,
   `dynamic_shapes_<target>`.
 * The key names it the way the target names its inputs (`FILE.py:NAME` or `package.module:NAME`).
-* A target that declares dynamic shapes already gets no fix: its factory is the user's, and the
-  export checks it (a dimension that came out static is a warning on the line that fixed it).
+* A target that declares dynamic shapes already: the inputs the proposal would declare and the
+  factory's returned dict literal does not name are added to it (nothing else of the user's
+  factory changes; no fix when it returns anything but a dict literal with string keys).
 
 Torch-free and LSP-free: plain insertions (server/edits.py).
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from onnxlens.exporter.types import ShapesProposal, TargetSpec
-from onnxlens.server.edits import Insertion, editable_module
+from onnxlens.server.edits import Insertion, dict_entry, editable_module
 
 KEY = "dynamic-shapes"
 
@@ -34,7 +35,9 @@ def shapes_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
                proposal: ShapesProposal) -> ShapesFix | None:
     """The edits declaring `proposal`'s dynamic dimensions for `spec`, or None when there is no
     clean place for them. `target_line`: the target's `[[...target]]` header line."""
-    module = editable_module(spec.root, spec.inputs) if not spec.dynamic_shapes and target_line is not None else None
+    if spec.dynamic_shapes:
+        return _extend(spec, proposal)
+    module = editable_module(spec.root, spec.inputs) if target_line is not None else None
     if module is None:
         return None
     file, text, tree, parsed = module.file, module.text, module.tree, module.reference
@@ -62,3 +65,32 @@ def _free_name(tree: ast.Module, wanted: str, target: str) -> str:
     if wanted not in bound:
         return wanted
     return f"{wanted}_{''.join(c if c.isalnum() else '_' for c in target)}"
+
+
+def _extend(spec: TargetSpec, proposal: ShapesProposal) -> ShapesFix | None:
+    """The proposal's inputs the target's factory does not declare, added to the dict literal the
+    factory returns; None when it declares them all, or returns something else."""
+    module = editable_module(spec.root, spec.dynamic_shapes)
+    if module is None:
+        return None
+    factory = next((node for node in module.tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and node.name == module.reference.attribute), None)
+    returned = [node.value for node in ast.walk(factory) if isinstance(node, ast.Return)] if factory else []
+    if len(returned) != 1 or not isinstance(returned[0], ast.Dict):
+        return None
+    literal = returned[0]
+    if not all(isinstance(key, ast.Constant) and isinstance(key.value, str) for key in literal.keys):
+        return None
+    declared = {key.value for key in literal.keys}
+    missing = {name: entry for name, entry in proposal.entries.items() if entry != "None" and name not in declared}
+    if not missing:
+        return None
+    lines = module.text.splitlines(keepends=True)
+    insertion = dict_entry(module.file, literal, lines, ",\n".join(f'"{name}": {entry}' for name, entry in missing.items()))
+    if insertion is None:
+        return None
+    # One insertion for all entries: each line gets the indentation of the first.
+    indent = insertion.text[:len(insertion.text) - len(insertion.text.lstrip())]
+    text = "".join(f'{indent}"{name}": {entry},\n' for name, entry in missing.items())
+    title = f"Declare dynamic shapes for {spec.name}: add {', '.join(missing)}"
+    return ShapesFix(title=title, insertions=[Insertion(insertion.file, insertion.line, insertion.column, text)])

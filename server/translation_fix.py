@@ -25,7 +25,7 @@ from pathlib import Path
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import TargetSpec, TranslationStub
-from onnxlens.server.edits import Insertion, editable_module
+from onnxlens.server.edits import Insertion, dict_entry, editable_module
 
 TABLE = "translations"  # the table's name in a module the fix creates
 
@@ -101,7 +101,7 @@ def _extend_module(spec: TargetSpec, stub: TranslationStub, title: str) -> Trans
     function = Insertion(file, statement.lineno, 1, hint + stub.source + "\n\n")
     after = (statement.end_lineno or statement.lineno) + 1
     newline = "" if after <= len(lines) or text.endswith("\n") else "\n"  # the table ends the file, unterminated
-    entry = _dict_entry(file, literal, lines, stub) or Insertion(
+    entry = dict_entry(file, literal, lines, f"{stub.key}: {stub.function}") or Insertion(
         file, after, 1, f"{newline}{parsed.attribute}[{stub.key}] = {stub.function}\n")
     # The stub's raise line once the edit is applied: the function starts where the table was,
     # after any imports inserted above it (same-position inserts apply in list order).
@@ -126,26 +126,6 @@ def _table_assignment(tree: ast.Module, name: str) -> tuple[ast.stmt, ast.Dict |
             else:
                 found = None
     return found
-
-
-def _dict_entry(file: str, literal: ast.Dict | None, lines: list[str], stub: TranslationStub) -> Insertion | None:
-    """The entry as a new line before a closing brace that stands on its own line, after an entry
-    ending with a comma (the layout the fix writes); None for any other layout."""
-    if literal is None or literal.end_lineno is None:
-        return None
-    closing = lines[literal.end_lineno - 1]
-    if closing[:literal.end_col_offset - 1].strip():
-        return None  # `}` shares its line with an entry
-    if literal.values:
-        last = literal.values[-1]
-        rest = lines[last.end_lineno - 1][last.end_col_offset:] if last.end_lineno else ""
-        if not rest.lstrip().startswith(","):
-            return None
-        key = literal.keys[-1]
-        indent = " " * (key.col_offset if key is not None else literal.values[-1].col_offset)
-    else:
-        indent = " " * (len(closing) - len(closing.lstrip()) + 4)
-    return Insertion(file, literal.end_lineno, 1, f"{indent}{stub.key}: {stub.function},\n")
 
 
 def _missing_imports(tree: ast.Module, stub: TranslationStub, file: str) -> list[Insertion]:

@@ -61,8 +61,7 @@ def run(job: Job) -> None:
             args, kwargs, job.weights_free.inputs_moved = weights.inputs_on_meta(args, kwargs)
         job.log(f"{spec.name}: weights-free model ({job.weights_free.describe()}): "
                 "exporting the graph only, without optimization or verification")
-    if spec.dynamic_shapes is None:
-        job.result.shapes_proposal = propose(model, args, kwargs or {})
+    job.result.shapes_proposal = propose(model, args, kwargs or {})  # declared or not: the fix may extend
     job.raw_dynamic_shapes = dynamic_shapes  # string dims name the ONNX axes after export
     if internals.FULL:  # the public API converts string dims itself
         dynamic_shapes, job.need_axis_mapping = internals.dims_from_strings(dynamic_shapes)

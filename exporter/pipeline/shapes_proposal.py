@@ -52,7 +52,8 @@ def propose(model: Any, args: tuple, kwargs: dict, function: str = "dynamic_shap
     if not dims:
         return None
     sizes = {BATCH: batch, **({SEQUENCE: sequence} if any(1 in d for d in dims.values()) else {})}
-    body = "{\n" + "".join(f'        "{name}": {_dims(dims.get(name))},\n' for name, _ in named) + "    }"
+    entries = {name: _dims(dims.get(name)) for name, _ in named}
+    body = "{\n" + "".join(f'        "{name}": {entry},\n' for name, entry in entries.items()) + "    }"
     warning = "".join(
         f"    # The example's {dim} is {size}: torch.export fixes sizes 0 and 1, so use example inputs with\n"
         f"    # a {dim} of 2 or more for it to stay dynamic.\n"
@@ -67,7 +68,8 @@ def propose(model: Any, args: tuple, kwargs: dict, function: str = "dynamic_shap
         f"{warning}"
         f"    return {body}\n"
     )
-    return ShapesProposal(function=function, source=source, dims=list(sizes), sizes=list(sizes.values()))
+    return ShapesProposal(function=function, source=source, dims=list(sizes), sizes=list(sizes.values()),
+                          entries=entries)
 
 
 def _named_inputs(model: Any, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:

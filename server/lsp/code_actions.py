@@ -121,18 +121,20 @@ class CodeActions(Feature):
 
 
     def _shapes_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
-        """"Declare dynamic shapes for <target>" on a target that declares none, where its
-        export proposed a factory: on the model's definition, the example inputs' function and
-        the target's header in the config (server/shapes_fix.py decides the edits)."""
+        """"Declare dynamic shapes for <target>" where its export proposed a factory: on the
+        model's definition, the example inputs' function, the dynamic-shapes factory and the
+        target's header in the config; a new factory, or the inputs a declared one misses
+        (server/shapes_fix.py decides the edits)."""
         actions = []
         for project in self.session.projects.values():
             for name, state in project.targets.items():
                 proposal = state.result.shapes_proposal if state.result else None
-                if proposal is None or state.spec.dynamic_shapes:
+                if proposal is None:
                     continue
                 header = project.workspace.target_lines.get(name)
                 places = [(str(project.config_file), header), _line_of(state.result.model_location),
-                          _line_of(references.definition_location(state.spec.root, state.spec.inputs))]
+                          *(_line_of(references.definition_location(state.spec.root, reference))
+                            for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference)]
                 if not any(where == file and line is not None and selected.start.line <= line - 1 <= selected.end.line
                            for where, line in places):
                     continue

@@ -5,6 +5,8 @@ recorded capabilities, each followed by the re-export that proves it:
   dynamic shapes: the fix, asked for on the model factory's line, writes a `dynamic_shapes`
   factory after the example inputs (input_ids and attention_mask: batch and seq) and the key in
   pyproject.toml; the re-export's ONNX model has `batch` and `seq` axes;
+* a target whose factory leaves an input out (torch.export refuses the dict): the fix adds it to
+  the factory's dict, and the re-export has the axes on both inputs;
 * a model whose code fixes its batch (`x.reshape(2, -1)` into a Linear of 12 features): after
   the fix, the export says so on that line.
 """
@@ -161,3 +163,46 @@ async def test_the_next_export_checks_the_declared_shapes(tmp_path):
 
 def _axes(path) -> list[list[str]]:
     return [[d.dim_param for d in i.type.tensor_type.shape.dim] for i in onnx.load(path, load_external_data=False).graph.input]
+
+
+EXTEND_MODEL = BERT.replace('''def unrelated():''', '''def dynamic_shapes():
+    return {
+        "input_ids": {0: "batch", 1: "seq"},
+    }
+
+
+def unrelated():''')
+
+
+@pytest.mark.asyncio
+async def test_a_declared_factory_gets_the_inputs_it_misses(tmp_path):
+    write(tmp_path / "pyproject.toml", PYPROJECT.format(name="bert") + 'dynamic-shapes = "models/bert.py:dynamic_shapes"\n')
+    write(tmp_path / "models" / "bert.py", EXTEND_MODEL)
+    client = await Client.launch(tmp_path, editor="visual-studio-code", settings={"debounceMs": 100})
+    root = tmp_path.resolve()
+    model, onnx_file = root / "models" / "bert.py", root / ".onnxlens" / "bert.onnx"
+    try:
+        client.open(model)
+        # The mask was left out of the spec: torch.export refuses a dict without every input,
+        # and the error is shown at the model's definition, where the fix is offered too.
+        refused = await client.wait_diagnostic(model, "torch-export", line_of(model, "def build"))
+        assert "top-level keys must be the arg names" in refused.message
+        assert not onnx_file.exists()
+        finished = (await client.stats())["per_target"]["bert"]["finished"]
+        changed = await _declare(client, model, line_of(model, "def build"),
+                                 "Declare dynamic shapes for bert: add attention_mask")
+        assert changed == [model]
+        text = model.read_text()
+        assert text[text.index("def dynamic_shapes"):text.index("def unrelated")].splitlines()[1:4] == [
+            "    return {", '        "input_ids": {0: "batch", 1: "seq"},', '        "attention_mask": {0: "batch", 1: "seq"},']
+        await client.exports_finished("bert", finished + 1)
+        await client.wait_for(lambda: onnx_file.exists() and _axes(onnx_file) == [["batch", "seq"]] * 2,
+                              "both inputs with batch and seq axes", 60)
+        # Everything declared: no action any more.
+        position = lsp.Position(line=line_of(model, "def dynamic_shapes") - 1, character=0)
+        actions = await client.text_document_code_action_async(lsp.CodeActionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=model.as_uri()), range=lsp.Range(start=position, end=position),
+            context=lsp.CodeActionContext(diagnostics=[])))
+        assert not [a for a in actions or [] if a.title.startswith("Declare dynamic shapes")]
+    finally:
+        await client.close()
