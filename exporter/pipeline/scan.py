@@ -30,10 +30,12 @@ from onnxlens.exporter.types import DecompositionOffer
 def run(job: Job) -> None:
     """The scan stage: a finding per line with ops that have no translation, each op with the
     start of a translation and, where torch has one, a decomposition to use instead."""
-    tables = job_decompositions(job)
+    tables: list = []  # the job's tables, built only if an op lacks a translation (the clean path skips it)
 
     def offer(node: Any) -> DecompositionOffer | None:
-        return offer_for(node, job.registry, tables.python_decomp_table, job.log)
+        if not tables:
+            tables.append(job_decompositions(job))
+        return offer_for(node, job.registry, tables[0].python_decomp_table, job.log)
 
     missing = unsupported_ops(job.decomposed, job.registry, opset=job.opset, offer=offer)
     if not missing:
