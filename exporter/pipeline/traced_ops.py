@@ -29,9 +29,14 @@ rest of the job and is logged; it never reaches the export.
 An op the decompose stage replaces (torch.linalg.svd's `aten.linalg_svd` -> `aten._linalg_svd`,
 torch.special.zeta's `aten.special_zeta` -> `prims.zeta`) is followed: its decomposition runs on
 meta tensors of the node's sizes, with the same tables, and the ops it ends in are judged by the
-same rule (`ops_after_decomposition`). It runs outside the trace (the tracer's dispatch modes
-set aside, torch-function handling off: no tracer, fake mode or counter sees these ops) and on
-size hints (no guard is added): ~0.5 ms per op and input signature, once per job.
+same rule (`ops_after_decomposition`). The whole check runs outside the trace (the tracer's
+dispatch modes set aside, torch-function handling off) and the decompositions on plain meta
+tensors built from size hints, never on the node's fake values: no tracer, fake mode, shape
+environment or counter sees what it does, and no guard is added (~0.5 ms per op and input
+signature, once per job). The tracer calls the check while the op's fresh data-dependent sizes
+are still pending in the shape environment; a decomposition run on fake values there adds sizes
+of its own, which renames the exported sizes and makes torch fail models it exports
+(`PendingUnbackedSymbolNotFound` on torchvision's detection models).
 
 Not reported early (the scan reports them, with their lines): ops in torch.cond / while_loop
 bodies (traced through generated code: the scan re-captures strictly to find their line), ops
@@ -199,7 +204,13 @@ class TracedOpCheck:
             return
         self.active = False  # no re-entry while we work; back on unless we fail
         try:
-            self._check(node)
+            # The tracer calls us between running an op on fake tensors and binding its result
+            # (make_fx's proxy_call): the fake mode and its shape environment are live, with the
+            # op's fresh unbacked symbols pending. Nothing here may reach them: no mode sees what
+            # runs inside, and the decompositions run on plain meta tensors (_meta), never on the
+            # node's fake values, which would dispatch to their own fake mode and add symbols.
+            with internals.outside_tracing():
+                self._check(node)
             self.active = True
         except Exception as error:  # noqa: BLE001 - a broken check must never break the export
             self._job.log(f"checking ops while tracing stopped (the scan still checks every op): "
@@ -224,12 +235,10 @@ class TracedOpCheck:
         key = (node.target, _signature(args), _signature(kwargs))
         missing = self._decomposed.get(key)
         if missing is None:
-            # Outside the trace: no tracer, fake mode or torch-function mode sees these ops.
-            with internals.outside_tracing():
-                try:
-                    missing = ops_after_decomposition(self._verdicts, decomposition, args, kwargs)
-                except Exception:  # noqa: BLE001 - no meta kernel, a decomposition that needs more: unknown
-                    missing = []
+            try:
+                missing = ops_after_decomposition(self._verdicts, decomposition, args, kwargs)
+            except Exception:  # noqa: BLE001 - no meta kernel, a decomposition that needs more: unknown
+                missing = []
             self._decomposed[key] = missing
         return missing
 

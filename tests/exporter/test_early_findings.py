@@ -24,6 +24,7 @@ fork and the event's way to the server.
 from __future__ import annotations
 
 import filecmp
+import subprocess
 import sys
 
 import pytest
@@ -118,6 +119,49 @@ def inputs():
     return (torch.randn(4, 6),)
 '''
 
+# Sizes known only from the data: `torch.where(mask)` is traced as one node that the decompose
+# stage replaces (by nonzero), so the check follows its decomposition while the tracer still
+# holds the node's fresh unbacked size (as torchvision's remove_small_boxes does in every
+# detection model); and `.item()` in a scan body.
+DATA_DEPENDENT = '''
+import torch
+from torch import nn
+from torch._higher_order_ops.scan import scan
+
+
+class Kept(nn.Module):
+    def forward(self, boxes):
+        keep = torch.where(boxes[:, 2] > boxes[:, 0])[0]
+        kept = boxes[keep]
+        return kept * 2, keep
+
+
+class Scanned(nn.Module):
+    def forward(self, xs):
+        def body(carry, x):
+            return carry + x.sum().item(), x * 2
+
+        return scan(body, torch.zeros(()), xs)
+
+
+def kept():
+    return Kept().eval()
+
+
+def scanned():
+    return Scanned().eval()
+
+
+def boxes():
+    torch.manual_seed(0)
+    return (torch.randn(50, 4),)
+
+
+def rows():
+    torch.manual_seed(0)
+    return (torch.randn(5, 3),)
+'''
+
 BERT = '''
 import torch
 from transformers import BertConfig, BertModel
@@ -141,6 +185,7 @@ def workspace(tmp_path_factory):
     write(root, "deep.py", DEEP)
     write(root, "decomposes.py", DECOMPOSES)
     write(root, "bert_model.py", BERT)
+    write(root, "data_dependent.py", DATA_DEPENDENT)
     return root
 
 
@@ -248,6 +293,36 @@ def test_the_check_changes_nothing_in_the_exported_model(workspace, tmp_path):
     public = tmp_path / "fine.onnx"
     torch.onnx.export(module.build(), module.inputs(), str(public), dynamo=True, verbose=False)
     assert filecmp.cmp(result.onnx, public, shallow=False)
+
+
+@pytest.mark.parametrize("factory, inputs", [("kept", "boxes"), ("scanned", "rows")])
+def test_the_check_leaves_sizes_known_only_from_the_data_as_torch_makes_them(workspace, tmp_path, factory,
+                                                                             inputs):
+    """The check runs between the tracer's fake run of an op and the binding of its result, with
+    the op's fresh unbacked sizes pending: following a decomposition on the node's fake values
+    added sizes of its own there (torchvision's detection models then failed with torch's
+    `PendingUnbackedSymbolNotFound`, and here the exported size was named `u4` where the public
+    API writes `u3`). The .onnx is the public API's."""
+    spec = spec_for(workspace, factory, f"data_dependent.py:{factory}", f"data_dependent.py:{inputs}")
+    result, _ = export(spec)
+    assert result.status == "ok", result.findings
+    public = tmp_path / f"{factory}.onnx"
+    # In a fresh process: the scan body's stack traces name torch.fx's generated code by a
+    # per-process counter.
+    subprocess.run([sys.executable, "-c", STOCK_IN_A_FRESH_PROCESS, str(workspace), factory, inputs, str(public)],
+                   check=True, capture_output=True)
+    assert filecmp.cmp(result.onnx, public, shallow=False)
+
+
+STOCK_IN_A_FRESH_PROCESS = '''
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import data_dependent
+factory, inputs, output = sys.argv[2:]
+model, args = getattr(data_dependent, factory)(), getattr(data_dependent, inputs)()
+torch.onnx.export(model, args, output, dynamo=True, verbose=False)
+'''
 
 
 def test_a_broken_check_never_breaks_the_export(workspace, monkeypatch):
