@@ -13,14 +13,20 @@ with the record (each library's cases.toml, see README.md):
 * a failure's responsible lines (found by hand) must each be the primary or a related location
   of one of onnxlens's error findings (else a *missed line*);
 * no finding may be an onnxlens internal error;
-* the stock outcome observed must be the recorded one (else the record is stale).
+* the stock outcome observed must be the recorded one (else the record is stale);
+* onnxlens must give stock's answer (`differences`): the same outcome; for a failure, an error
+  of the exporter step that raised in stock, naming the exception class torch's summary names
+  (for an op without a translation: the op), with the line torch's message blames among its
+  locations.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -34,6 +40,14 @@ from benchmarks.zoo.stock import RESULT_PREFIX
 ZOO = Path(__file__).resolve().parent
 REPO = ZOO.parent.parent
 INTERNAL_MARK = "please report this"
+
+# The exporter step stock raised in (stock.py) -> the codes of onnxlens's findings for it.
+STEP_CODES = {
+    "capture": {"torch-export"},
+    "decompose": {"decomposition"},
+    "translate": {"unsupported-op", "translation"},
+    "optimize": {"translation"},
+}
 
 
 @dataclass
@@ -80,11 +94,17 @@ class Score:
     note: str
     stock_seconds: float | None = None
     onnxlens_seconds: float | None = None
+    # Where onnxlens's answer is not stock's (`differences`); empty: the same answer.
+    differences: list[str] = field(default_factory=list)
+    # How the .onnx files were compared: "bytes", or "without metadata" for a case whose stock
+    # files already differ between two fresh processes (stock_bytes = "varies").
+    compared: str = "bytes"
 
     @property
     def passed(self) -> bool:
         return (not self.false_failure and not self.internal_error and not self.lines_missed
-                and self.stock_observed == self.stock_recorded and self.identical is not False)
+                and self.stock_observed == self.stock_recorded and self.identical is not False
+                and not self.differences)
 
 
 def load_cases(library: str | None = None) -> list[Case]:
@@ -155,6 +175,61 @@ def _same_without_metadata(ours: Path, stock: Path) -> bool:
     return stripped(ours) == stripped(stock)
 
 
+def _op_named(text: str) -> str:
+    """The op a DispatchError names, as onnxlens's messages name it: `aten.x.default` from
+    `<OpOverload(op='aten.x', overload='default')>`, `round` from `<built-in function round>`,
+    `map` from `<torch._higher_order_ops.map.MapImpl object at 0x…>`."""
+    found = re.search(r"No ONNX function found for (.+?)(?:[;>.]\s|>$|$)", text)
+    if not found:
+        return ""
+    named = found.group(1)
+    overload = re.search(r"op='([^']+)', overload='([^']+)'", named)
+    if overload:
+        return f"{overload.group(1)}.{overload.group(2)}"
+    function = re.search(r"function (\w+)", named)
+    if function:
+        return function.group(1).lstrip("_")
+    impl = re.search(r"\.(\w+?)(?:Impl)? object", named)
+    if impl:
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", impl.group(1)).lower()
+    return named.strip("<> ").split()[0]
+
+
+def _in_torch(path: str) -> bool:
+    return "/site-packages/torch/" in path.replace("\\", "/")
+
+
+def differences(case: Case, stock: dict, diagnostics: list[dict]) -> list[str]:
+    """Where onnxlens's answer is not stock's (see the module docstring)."""
+    errors = [d for d in diagnostics if d["severity"] == "error"]
+    stock_fails = stock["outcome"] != "exports" or case.stock_output == "invalid"
+    if not stock_fails:
+        return [f"stock exports; onnxlens: {errors[0]['code']}"] if errors else []
+    if not errors:
+        return [f"stock fails ({stock.get('error')}); onnxlens reports no error"]
+    found = []
+    step, cause = stock.get("step"), stock.get("cause")
+    if step in STEP_CODES and case.stock_output != "invalid":
+        same_step = [d for d in errors if d["code"] in STEP_CODES[step]]
+        if not same_step:
+            found.append(f"stock fails in {step}; onnxlens's errors are {sorted({d['code'] for d in errors})}")
+        elif cause == "DispatchError":
+            op = _op_named(stock.get("cause_text") or stock.get("error") or "")
+            if op and not any(op in d["message"] for d in same_step if d["code"] == "unsupported-op"):
+                found.append(f"stock: no translation for {op}; no unsupported-op finding names it")
+        elif cause and not any(cause in d["message"] for d in same_step):
+            found.append(f"stock raises {cause}; no {step} finding of onnxlens names it")
+    location = stock.get("location")
+    if location:
+        file, line = location.rsplit(":", 1)
+        ours = {(os.path.realpath(d["file"]) if os.path.isabs(d["file"]) else os.path.realpath(case.root / d["file"]),
+                 d["line"]) for e in errors for d in [e, *e.get("related", [])]}
+        model_code = not _in_torch(file) or any(_matches(r, file, int(line), case.root) for r in case.responsible)
+        if model_code and (os.path.realpath(file), int(line)) not in ours:
+            found.append(f"stock blames {location}; not among onnxlens's error locations")
+    return found
+
+
 def score(case: Case, stock: dict, target: dict | None, stock_onnx: Path) -> Score:
     diagnostics = (target or {}).get("diagnostics", [])
     errors = [d for d in diagnostics if d["severity"] == "error"]
@@ -170,6 +245,7 @@ def score(case: Case, stock: dict, target: dict | None, stock_onnx: Path) -> Sco
     where = next((kind for kind in ("missed", "related", "primary") if kind in kinds), "")
     status = (target or {}).get("status", "missing")
     identical = None
+    compared = "without metadata" if case.stock_bytes == "varies" else "bytes"
     onnx = (target or {}).get("onnx")
     if onnx and stock_onnx.exists():
         onnx_path = Path(onnx) if os.path.isabs(onnx) else case.root / onnx
@@ -184,88 +260,135 @@ def score(case: Case, stock: dict, target: dict | None, stock_onnx: Path) -> Sco
                                 and (status != "ok" or bool(errors))),
                  internal_error=internal, identical=identical, lines_found=found, lines_missed=missed,
                  where=where, message=message, note=case.note, stock_seconds=stock.get("seconds"),
-                 onnxlens_seconds=(target or {}).get("seconds"))
+                 onnxlens_seconds=(target or {}).get("seconds"),
+                 differences=differences(case, stock, diagnostics) if target else ["onnxlens reported no result"],
+                 compared=compared)
 
 
-def score_all(cases: list[Case], progress=print) -> list[Score]:
-    scores = []
+def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
+    """Each case's stock export (a fresh process each) and each library's `onnxlens check`, `jobs`
+    of those processes at a time (they are independent; the times they report are informative
+    only), then the comparison."""
     by_root: dict[Path, list[Case]] = {}
     for case in cases:
         by_root.setdefault(case.root, []).append(case)
-    with tempfile.TemporaryDirectory(prefix="onnxlens-zoo-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="onnxlens-zoo-") as scratch, \
+            concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+
+        def stock_of(case: Case) -> tuple[dict, Path]:
+            # Named as onnxlens names it: the external data file's name is inside the .onnx.
+            out = Path(scratch) / case.library / f"{case.target}.onnx"
+            out.parent.mkdir(exist_ok=True)
+            result = run_stock(case, out)
+            progress(f"stock    {case.id}: {result['outcome']}")
+            return result, out
+
+        stock = {case.id: pool.submit(stock_of, case) for case in cases}
+        checked = {root: pool.submit(run_onnxlens, root, [case.target for case in group])
+                   for root, group in by_root.items()}
+        scores = []
         for root, group in by_root.items():
-            stock = {}
+            targets = checked[root].result()
             for case in group:
-                # Named as onnxlens names it: the external data file's name is inside the .onnx.
-                out = Path(scratch) / case.library / f"{case.target}.onnx"
-                out.parent.mkdir(exist_ok=True)
-                stock[case.target] = (run_stock(case, out), out)
-                progress(f"stock    {case.id}: {stock[case.target][0]['outcome']}")
-            targets = run_onnxlens(root, [case.target for case in group])
-            for case in group:
-                result = score(case, stock[case.target][0], targets.get(case.target), stock[case.target][1])
+                result_of_stock, stock_onnx = stock[case.id].result()
+                result = score(case, result_of_stock, targets.get(case.target), stock_onnx)
                 scores.append(result)
                 progress(f"onnxlens {case.id}: {'ok' if result.passed else 'FAIL'} "
                          f"({result.where or result.status}) {result.message[:100]}")
     return scores
 
 
-def table(scores: list[Score]) -> str:
+def table(scores: list[Score], commit: str) -> str:
+    """RESULTS.md: measured columns only. The hand-written notes on each case (what a user would
+    still miss) stay in its cases.toml: they describe onnxlens when they were written."""
     failures = [s for s in scores if s.stock_recorded == "fails" or s.lines_found or s.lines_missed]
     with_line = [s for s in failures if s.lines_found or s.lines_missed]
     hit = [s for s in with_line if not s.lines_missed]
     exports = [s for s in scores if s.stock_recorded == "exports" and not (s.lines_found or s.lines_missed)]
+    by_bytes = [s for s in exports if s.compared == "bytes"]
+    by_graph = [s for s in exports if s.compared != "bytes"]
     lines = [
         "# Real-world zoo: results",
         "",
-        "Written by `.venv/bin/python -m benchmarks.zoo.score` (see README.md). "
+        f"Written by `python -m benchmarks.zoo.score` (see README.md) at `{commit}`. "
         f"{len(scores)} models from {len({s.library for s in scores})} libraries.",
         "",
         "| measure | value |",
         "|---|---|",
+        f"| onnxlens's answer differs from stock's (outcome, step, exception, blamed line) | "
+        f"{sum(bool(s.differences) for s in scores)} / {len(scores)} |",
         f"| responsible line found (primary or related), failures that have one | {len(hit)} / {len(with_line)} |",
-        f"| false failures (stock exports a valid model, onnxlens reports an error) | {sum(s.false_failure for s in scores)} / {len(exports)} |",
+        f"| false failures (stock exports a valid model, onnxlens reports an error) | "
+        f"{sum(s.false_failure for s in scores)} / {len(exports)} |",
         f"| onnxlens internal errors | {sum(s.internal_error for s in scores)} |",
-        f"| byte-identical .onnx, models that export | {sum(s.identical is True for s in exports)} / {len(exports)} |",
+        f"| byte-identical .onnx and .onnx.data, models that export | "
+        f"{sum(s.identical is True for s in by_bytes)} / {len(by_bytes)} |",
+        f"| equal without node metadata, models whose stock files differ between two fresh runs | "
+        f"{sum(s.identical is True for s in by_graph)} / {len(by_graph)} |",
         f"| stock outcome differs from the record | {sum(s.stock_observed != s.stock_recorded for s in scores)} |",
         "",
-        "| case | classes | stock | onnxlens | line | message (first line) | note |",
+        "| case | classes | stock | onnxlens | same answer | line | message (first line) |",
         "|---|---|---|---|---|---|---|",
     ]
     for s in scores:
         line = s.where or ("—" if s.stock_recorded == "fails" else "")
-        identical = {True: ", identical", False: ", NOT identical", None: ""}[s.identical]
+        identical = {True: f", identical ({s.compared})", False: f", NOT identical ({s.compared})", None: ""}[s.identical]
         onnxlens = f"{s.status}{identical}" + (" **false failure**" if s.false_failure else "") + (
             " **internal error**" if s.internal_error else "")
+        same = "yes" if not s.differences else "**no**: " + "; ".join(s.differences)
         message = s.message.replace("|", "\\|")[:140]
         lines.append(f"| {s.id} | {', '.join(map(str, s.classes)) or '—'} | {s.stock_observed} | {onnxlens} | "
-                     f"{line} | {message} | {s.note.replace('|', '/')} |")
+                     f"{same.replace('|', '/')} | {line} | {message} |")
     return "\n".join(lines) + "\n"
+
+
+def _commit() -> str:
+    """The commit the scored tree is (`+changes` when the tree differs from it)."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/zoo/RESULTS.md",
+                  ":!benchmarks/zoo/results.json")
+    return head + ("+changes" if changed else "")
+
+
+def summary(text: str) -> list[str]:
+    """The measures of a RESULTS.md (its first table): what CI holds the committed file to."""
+    return [line for line in text.split("\n\n| case |")[0].splitlines() if line.startswith("| ")]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true", help="only the CI subset")
+    parser.add_argument("--fast", action="store_true", help="only the cases marked fast")
     parser.add_argument("--library")
     parser.add_argument("--case", action="append", help="library/target (repeatable)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes at a time (stock exports, onnxlens checks)")
     parser.add_argument("--no-write", action="store_true", help="do not write RESULTS.md / results.json")
-    parser.add_argument("--update", action="store_true",
-                        help="with --library/--case: replace those cases in results.json and rewrite RESULTS.md")
+    parser.add_argument("--check", metavar="DIR", type=Path,
+                        help="CI: the whole zoo, RESULTS.md and results.json written to DIR; exit 1 also when the "
+                             "committed RESULTS.md's measures differ from these")
     options = parser.parse_args(argv)
     cases = [c for c in load_cases(options.library)
              if (not options.fast or c.fast) and (not options.case or c.id in options.case)]
-    scores = score_all(cases)
-    if options.update and (ZOO / "results.json").exists():
-        fresh = {score.id: score for score in scores}
-        earlier = [Score(**entry) for entry in json.loads((ZOO / "results.json").read_text())]
-        known = {score.id for score in earlier}
-        scores = [fresh.get(score.id, score) for score in earlier] + [s for s in scores if s.id not in known]
-    text = table(scores)
+    partial = bool(options.fast or options.case or options.library)
+    scores = score_all(cases, jobs=options.jobs)
+    text = table(scores, _commit())
     print(text)
-    if not options.no_write and (options.update or not (options.fast or options.case or options.library)):
-        (ZOO / "RESULTS.md").write_text(text)
-        (ZOO / "results.json").write_text(json.dumps([asdict(s) for s in scores], indent=1) + "\n")
-    return 0 if all(s.passed for s in scores) else 1
+    passed = all(s.passed for s in scores)
+    out = options.check or (None if options.no_write or partial else ZOO)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "RESULTS.md").write_text(text)
+        (out / "results.json").write_text(json.dumps([asdict(s) for s in scores], indent=1) + "\n")
+    if options.check and not partial:
+        committed = summary((ZOO / "RESULTS.md").read_text())
+        if committed != summary(text):
+            print("benchmarks/zoo/RESULTS.md is stale: its measures are not this run's. Committed:\n  "
+                  + "\n  ".join(committed) + "\nMeasured:\n  " + "\n  ".join(summary(text))
+                  + f"\n(the measured file is {out / 'RESULTS.md'})", file=sys.stderr)
+            passed = False
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 Reads the target's `model`, `inputs` and `dynamic-shapes` references from DIR's pyproject.toml,
 builds the model and calls `torch.onnx.export(model, args, OUT, kwargs=..., dynamic_shapes=...,
 dynamo=True)` with every other setting at its default. Prints one JSON line:
-`{"outcome": "exports" | "fails", "error": "Type: first line", "seconds": s, "traceback": "..."}`.
+`{"outcome": "exports" | "fails", "error": "Type: first line", "seconds": s, "traceback": "...",
+"cause": "GuardOnDataDependentSymNode", "step": "capture", "location": "/abs/path.py:86"}` — for a
+failure, what the differential comparison (score.py) holds onnxlens to: the class of the
+exception torch's summary names (the wrapper's cause), the exporter's step that raised, and the
+line torch's own message blames (`location`, see `blamed_location`), if any.
 
 Deliberately independent of onnxlens: this is the baseline onnxlens is scored against.
 """
@@ -12,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import re
 import sys
 import time
 import tomllib
@@ -43,6 +49,75 @@ def split_inputs(value: Any) -> tuple[tuple, dict]:
     return args, {}
 
 
+# The exporter's steps, as its wrappers number them ("This is step 1/3", "(step 2/3)").
+STEPS = {"1": "capture", "2": "decompose", "3": "translate"}
+_STEP_RE = re.compile(r"step (\d)/3")
+# Where torch's messages blame a line: the frames torch.export lists under "The following call
+# raised this error:" (absolute paths, innermost last), the frames of an FX interpreter's
+# "Original traceback:", and "Caused by: (path:line in function)" (paths relative to a sys.path
+# entry: site-packages for a library, torch's own directory for torch's internals).
+_FOLLOWING_RE = re.compile(r"The following call raised this error:\s*\n((?:\s*File .+\n(?:[ \t]+.+\n)?)+)")
+_ORIGINAL_RE = re.compile(r"Original traceback:\s*\n((?:\s*File .+\n(?:[ \t]+.+\n)?)+)")
+_FRAME_RE = re.compile(r'File "(.+?)", line (\d+)')
+_CAUSED_BY_RE = re.compile(r"Caused by: \((\S+?):(\d+) in [^)]*\)")
+
+
+def chain(error: BaseException) -> list[BaseException]:
+    """The error and its causes (explicit first, else the context), outermost first."""
+    seen: list[BaseException] = []
+    while error is not None and error not in seen and len(seen) < 20:
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
+
+
+def innermost_cause(error: BaseException) -> BaseException:
+    """The end of the explicit `raise ... from` chain: what torch's "exception summary" names
+    (the exporter's wrappers chain their own errors: ConversionError <- ConversionError <-
+    DispatchError)."""
+    seen = [error]
+    while error.__cause__ is not None and error.__cause__ not in seen:
+        error = error.__cause__
+        seen.append(error)
+    return error
+
+
+def step_of(error: BaseException) -> str | None:
+    """The exporter's step that raised: capture, decompose, translate (its wrappers say), or
+    optimize (onnx_ir's PassError)."""
+    if type(error).__name__ == "PassError":
+        return "optimize"
+    match = _STEP_RE.search(str(error))
+    return STEPS.get(match.group(1)) if match else None
+
+
+def _on_sys_path(relative: str) -> str | None:
+    for entry in sys.path:
+        candidate = os.path.join(entry or ".", relative)
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate)
+    return None
+
+
+def blamed_location(error: BaseException) -> str | None:
+    """The innermost line torch's messages blame, `path:line` with an absolute path; None when
+    they blame none (or only a path that is not a file here, such as torch's own relative ones)."""
+    text = "\n".join(str(item) for item in chain(error)) + "\n"
+    for section in (_FOLLOWING_RE, _ORIGINAL_RE):
+        match = section.search(text)
+        if match:
+            frames = [(file, line) for file, line in _FRAME_RE.findall(match.group(1)) if os.path.isfile(file)]
+            if frames:
+                file, line = frames[-1]
+                return f"{os.path.realpath(file)}:{line}"
+    match = _CAUSED_BY_RE.search(text)
+    if match:
+        found = _on_sys_path(match.group(1))
+        if found:
+            return f"{found}:{match.group(2)}"
+    return None
+
+
 def target_config(root: Path, name: str) -> dict:
     config = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["onnxlens"]
     for target in config.get("target", []):
@@ -66,8 +141,11 @@ def main() -> None:
         result = {"outcome": "exports", "error": None, "traceback": None}
     except Exception as error:  # noqa: BLE001 - the outcome is what is being recorded
         first = next((line for line in str(error).splitlines() if line.strip()), "")
+        cause = innermost_cause(error)
         result = {"outcome": "fails", "error": f"{type(error).__name__}: {first}"[:500],
-                  "traceback": traceback.format_exc()}
+                  "traceback": traceback.format_exc(),
+                  "cause": type(cause).__name__, "cause_text": str(cause)[:4000],
+                  "step": step_of(error), "location": blamed_location(error)}
     result["seconds"] = round(time.perf_counter() - start, 2)
     # The exporter prints its progress on stdout too: the result is the line with this prefix.
     print(RESULT_PREFIX + json.dumps(result), flush=True)
