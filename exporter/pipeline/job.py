@@ -57,6 +57,7 @@ class Job:
     need_axis_mapping: bool = False
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
     specializations: list[Any] = field(default_factory=list)  # sizes capture fixed (internals.Specialization)
+    stored_tensors: list[Any] = field(default_factory=list)  # trace values stored in module state (internals.StoredTensor)
     weights_free: WeightsFree | None = None  # the model's weights have no data (weights.py)
     # capture
     program: ExportedProgram | None = None

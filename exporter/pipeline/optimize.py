@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 import onnxlens.exporter.pipeline.lines as lines
-from onnxlens.exporter.pipeline.errors import fail_on
+import onnxlens.exporter.pipeline.traced_state as traced_state
+from onnxlens.exporter.pipeline.errors import error_finding
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import full_traces
 from onnxlens.exporter.torch_internals.active import internals
@@ -29,7 +30,11 @@ def run(job: Job) -> None:
         if job.need_axis_mapping and job.raw_dynamic_shapes is not None:
             internals.rename_dynamic_axes(job.onnx_program, job.raw_dynamic_shapes)
     except Exception as error:  # noqa: BLE001 - any optimizer failure is a finding
-        fail_on(job, error, "translation", "optimizing the ONNX model failed")
+        finding = error_finding(job, error, "translation", "optimizing the ONNX model failed")
+        # Constant folding is where a trace value kept as a constant fails (traced_state.py).
+        traced_state.explain(job, finding)
+        job.error = error
+        job.fail([finding])
     job.result.node_count = len(job.onnx_program.model.graph)
     job.result.lines = lines.line_infos(job.onnx_program.model, job.workspace, full_traces(job.decomposed))
 

@@ -102,6 +102,59 @@ def specializations_recorded() -> Iterator[list[Specialization]]:
         symbolic_shapes.ShapeEnv._set_replacement = stock
 
 
+@dataclass
+class StoredTensor:
+    """A fake tensor (a value of torch.export's trace) stored in a module's state: the module's
+    class, the attribute's name, and the Python stack of the store (outermost first). The class,
+    not the object: non-strict capture traces proxies of the modules (`_AttrProxy` subclasses of
+    each module's class), whose state reaches the user's module; a module of the user's model
+    matches when its class is one of the recorded class's bases."""
+
+    module_class: type
+    name: str
+    stack: list[Any]  # traceback.FrameSummary
+
+
+@contextlib.contextmanager
+def traced_tensors_stored() -> Iterator[list[StoredTensor]]:
+    """Every fake tensor stored in a module's state while the block runs (`register_buffer`,
+    attribute assignment), with the Python stack. A model that caches a value it computes in
+    forward (`self.register_buffer("bias", bias)`) keeps the trace's fake tensor when capture
+    fails and is retried (the stock exporter retries with torch.export's suggested fixes): the
+    retry then bakes that fake into the graph. Recording only: the stock methods run unchanged
+    and a failure to record is ignored."""
+    import traceback
+
+    from torch._subclasses.fake_tensor import is_fake as _is_fake
+
+    recorded: list[StoredTensor] = []
+    module = torch.nn.Module
+    stock_register, stock_setattr = module.__dict__["register_buffer"], module.__dict__["__setattr__"]
+
+    def note(owner: Any, name: Any, value: Any) -> None:
+        try:
+            if isinstance(value, torch.Tensor) and _is_fake(value):
+                recorded.append(StoredTensor(type(owner), str(name), traceback.extract_stack()[:-2]))
+        except Exception:  # noqa: BLE001 - recording is a bonus: never in the way of the capture
+            pass
+
+    @functools.wraps(stock_register)
+    def register_buffer(owner: Any, name: str, tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        note(owner, name, tensor)
+        return stock_register(owner, name, tensor, *args, **kwargs)
+
+    @functools.wraps(stock_setattr)
+    def setattr_(owner: Any, name: str, value: Any) -> Any:
+        note(owner, name, value)
+        return stock_setattr(owner, name, value)
+
+    module.register_buffer, module.__setattr__ = register_buffer, setattr_
+    try:
+        yield recorded
+    finally:
+        module.register_buffer, module.__setattr__ = stock_register, stock_setattr
+
+
 def is_data_dependent_guard(error: BaseException) -> bool:
     """torch.export needed a tensor's value to decide a guard (`if x.sum() > 0:`)."""
     return isinstance(error, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode)
@@ -592,7 +645,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "Specialization", "specializations_recorded", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "Specialization", "specializations_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
