@@ -6,6 +6,11 @@ Copies examples/ to a temporary directory, starts `python -m onnxlens.server` on
 models/spectral.py, prints the problems as an editor shows them, fixes both files (the two
 operators without an ONNX translation become supported ones), saves, and prints how long the
 re-export took and that the problems are gone. Uses pygls' own LSP client; no editor needed.
+
+It reads an export's state as the VS Code extension does, from `onnxlens/exportStatus`
+(docs/lsp.md): saving two files back to back starts an export and then replaces it with a newer
+one (the first is `cancelled`), so only a finished state (`ok`, `failed`) is an outcome, and the
+fixed model is done when an export of it ends `ok`.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ class Editor:
         self.workspace = workspace
         self.client = LanguageClient("onnxlens-demo", "1")
         self.diagnostics: dict[str, list[lsp.Diagnostic]] = {}
-        self.progress_end: list[str] = []
+        self.statuses: list[dict] = []  # onnxlens/exportStatus params, in order
         self.changed = asyncio.Event()
         client = self.client
 
@@ -50,14 +55,23 @@ class Editor:
 
         @client.feature(lsp.PROGRESS)
         def on_progress(params: lsp.ProgressParams) -> None:
-            value = params.value if isinstance(params.value, dict) else {}
-            if value.get("kind") == "end" and value.get("message"):
-                self.progress_end.append(value["message"])
-                self.changed.set()
+            return None
+
+        @client.feature("onnxlens/exportStatus")
+        def on_status(params) -> None:
+            # pygls hands a custom notification's params over as a namedtuple-like object.
+            self.statuses.append(params._asdict() if hasattr(params, "_asdict") else dict(params))
+            self.changed.set()
 
         @client.feature(lsp.WINDOW_LOG_MESSAGE)
         def on_log(params: lsp.LogMessageParams) -> None:
             print(f"  [server] {params.message}")
+
+    def finished(self, target: str, since: int = 0) -> list[dict]:
+        """The target's finished exports (ok or failed; a cancelled one is no outcome) among
+        the statuses received after the first `since`."""
+        return [status for status in self.statuses[since:]
+                if status.get("target") == target and status.get("state") in ("ok", "failed")]
 
     def uri(self, relative: str) -> str:
         return (self.workspace / relative).as_uri()
@@ -109,6 +123,7 @@ async def main() -> int:
         workspace_folders=[lsp.WorkspaceFolder(uri=workspace.as_uri(), name="examples")],
         capabilities=lsp.ClientCapabilities(
             window=lsp.WindowClientCapabilities(work_done_progress=True),
+            experimental={"onnxlens": {"exportStatus": True}},
             text_document=lsp.TextDocumentClientCapabilities(
                 publish_diagnostics=lsp.PublishDiagnosticsClientCapabilities(
                     related_information=True, code_description_support=True)))))
@@ -119,12 +134,12 @@ async def main() -> int:
     client.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
         uri=spectral.as_uri(), language_id="python", version=1, text=spectral.read_text())))
     print("\nopened models/spectral.py; waiting for the first export ...")
-    await editor.wait_for(lambda: any(m.startswith("spectral:") for m in editor.progress_end), "spectral's export")
-    print(f"\n--- problems ({editor.progress_end[-1] if editor.progress_end else ''}) ---")
+    await editor.wait_for(lambda: editor.finished("spectral"), "spectral's export")
+    print(f"\n--- problems ({editor.finished('spectral')[-1].get('summary', '')}) ---")
     problems = editor.show_problems()
 
     print("\n--- fixing: eigvals -> tanh (spectral.py), zeta -> 1/x^2 (features.py); saving ---")
-    ends_before = len(editor.progress_end)
+    statuses_before = len(editor.statuses)
     saved = time.perf_counter()
     for relative, (old, new) in FIXES.items():
         path = workspace / relative
@@ -132,14 +147,16 @@ async def main() -> int:
         client.text_document_did_save(lsp.DidSaveTextDocumentParams(
             text_document=lsp.TextDocumentIdentifier(uri=path.as_uri())))
 
+    # Only an export that read both fixed files ends `ok`: one that started between the saves
+    # fails on the operator still in features.py, or is cancelled by the second save.
     def fixed() -> bool:
-        return (any(m.startswith("spectral:") for m in editor.progress_end[ends_before:])
+        return (any(status["state"] == "ok" for status in editor.finished("spectral", statuses_before))
                 and not editor.diagnostics.get(editor.uri("models/spectral.py"))
                 and not editor.diagnostics.get(editor.uri("models/features.py")))
     await editor.wait_for(fixed, "the re-export after the fix")
     elapsed = time.perf_counter() - saved
-    outcome = [m for m in editor.progress_end[ends_before:] if m.startswith("spectral:")][-1]
-    print(f"re-export: {outcome} (save -> diagnostics cleared: {elapsed:.2f} s, including the debounce)")
+    outcome = [status for status in editor.finished("spectral", statuses_before) if status["state"] == "ok"][-1]
+    print(f"re-export: {outcome.get('summary', 'ok')} (save -> diagnostics cleared: {elapsed:.2f} s)")
     remaining = editor.show_problems()
     onnx = workspace / ".onnxlens" / "spectral.onnx"
     print(f"problems before: {problems}, after: {remaining}; {onnx.relative_to(workspace)} "

@@ -153,8 +153,8 @@ def progress_line(result: ExportResult) -> str:
     else:
         problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
         outcome = f"failed: {_pluralize(problems, 'problem')}"
-    if result.cached:
-        outcome += " (cached)"
+    if result.cached:  # the seconds are the earlier export's, not this run's
+        return f"onnxlens: {result.target}: {outcome} (cached: nothing it depends on changed since an export of {result.seconds:.2f} s)"
     return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
 
 
