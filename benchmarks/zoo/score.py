@@ -18,6 +18,10 @@ with the record (each library's cases.toml, see README.md):
   of the exporter step that raised in stock, naming the exception class torch's summary names
   (for an op without a translation: the op), with the line torch's message blames among its
   locations.
+
+A library whose cases.toml names an `environment` runs, stock and onnxlens both, in that
+environment's interpreter, `.venvs/zoo-NAME/` (made by `scripts/setup-zoo-NAME`, which the
+scorer runs first: it does nothing when the environment is current); the others in this one.
 """
 
 from __future__ import annotations
@@ -68,6 +72,8 @@ class Case:
     # "invalid": the stock exporter writes a file that onnx.checker / onnxruntime reject. onnxlens
     # must fail it (that is not a false failure), on the responsible lines.
     stock_output: str = "valid"
+    # The library's `environment` (cases.toml, top level): None for the scorer's own.
+    environment: str | None = None
 
     @property
     def id(self) -> str:
@@ -113,19 +119,29 @@ def load_cases(library: str | None = None) -> list[Case]:
         name = record.parent.name
         if library and name != library:
             continue
-        for entry in tomllib.loads(record.read_text())["case"]:
+        document = tomllib.loads(record.read_text())
+        for entry in document["case"]:
             responsible = entry.get("responsible", [])
             cases.append(Case(library=name, root=record.parent, target=entry["target"], model=entry["model"],
                               stock=entry["stock"], classes=entry.get("classes", []),
                               responsible=[responsible] if isinstance(responsible, str) else responsible,
                               how=entry.get("how", ""), note=entry.get("note", ""), fast=entry.get("fast", False),
                               stock_bytes=entry.get("stock_bytes", "stable"),
-                              stock_output=entry.get("stock_output", "valid")))
+                              stock_output=entry.get("stock_output", "valid"),
+                              environment=document.get("environment")))
     return cases
 
 
-def run_stock(case: Case, out: Path) -> dict:
-    process = subprocess.run([sys.executable, "-m", "benchmarks.zoo.stock", str(case.root), case.target, str(out)],
+def interpreter(environment: str | None) -> str:
+    """The Python a library's cases run in: this one, or the named environment's, set up first."""
+    if environment is None:
+        return sys.executable
+    subprocess.run([str(REPO / "scripts" / f"setup-zoo-{environment}")], cwd=REPO, check=True)
+    return str(REPO / ".venvs" / f"zoo-{environment}" / "bin" / "python")
+
+
+def run_stock(case: Case, out: Path, python: str) -> dict:
+    process = subprocess.run([python, "-m", "benchmarks.zoo.stock", str(case.root), case.target, str(out)],
                              cwd=REPO, capture_output=True, text=True, timeout=900)
     lines = [line for line in process.stdout.splitlines() if line.startswith(RESULT_PREFIX)]
     if not lines:
@@ -134,8 +150,8 @@ def run_stock(case: Case, out: Path) -> dict:
     return json.loads(lines[-1][len(RESULT_PREFIX):])
 
 
-def run_onnxlens(root: Path, targets: list[str]) -> dict[str, dict]:
-    onnxlens = shutil.which("onnxlens", path=os.path.dirname(sys.executable)) or "onnxlens"
+def run_onnxlens(root: Path, targets: list[str], python: str) -> dict[str, dict]:
+    onnxlens = shutil.which("onnxlens", path=os.path.dirname(python)) or "onnxlens"
     command = [onnxlens, "check", str(root), "--format", "json", "--no-cache", "--jobs", "1"]
     for target in targets:
         command += ["--target", target]
@@ -272,6 +288,7 @@ def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
     by_root: dict[Path, list[Case]] = {}
     for case in cases:
         by_root.setdefault(case.root, []).append(case)
+    python = {root: interpreter(group[0].environment) for root, group in by_root.items()}
     with tempfile.TemporaryDirectory(prefix="onnxlens-zoo-") as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
 
@@ -279,12 +296,12 @@ def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
             # Named as onnxlens names it: the external data file's name is inside the .onnx.
             out = Path(scratch) / case.library / f"{case.target}.onnx"
             out.parent.mkdir(exist_ok=True)
-            result = run_stock(case, out)
+            result = run_stock(case, out, python[case.root])
             progress(f"stock    {case.id}: {result['outcome']}")
             return result, out
 
         stock = {case.id: pool.submit(stock_of, case) for case in cases}
-        checked = {root: pool.submit(run_onnxlens, root, [case.target for case in group])
+        checked = {root: pool.submit(run_onnxlens, root, [case.target for case in group], python[root])
                    for root, group in by_root.items()}
         scores = []
         for root, group in by_root.items():
