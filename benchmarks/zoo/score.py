@@ -12,6 +12,8 @@ with the record (each library's cases.toml, see README.md):
   *false failure*), and the two .onnx files must be byte-identical;
 * a failure's responsible lines (found by hand) must each be the primary or a related location
   of one of onnxlens's error findings (else a *missed line*);
+* a case's `primary` lines (culprits in the workspace) must each be the primary location of one of
+  onnxlens's error findings (else *not primary*), a measure of its own;
 * no finding may be an onnxlens internal error;
 * the stock outcome observed must be the recorded one (else the record is stale);
 * onnxlens must give stock's answer (`differences`): the same outcome; for a failure, an error
@@ -63,6 +65,13 @@ class Case:
     stock: str  # "exports" | "fails", as recorded
     classes: list[int] = field(default_factory=list)
     responsible: list[str] = field(default_factory=list)  # "path:line", path relative to site-packages or root
+    # The responsible lines in the workspace that must be the primary location of an error finding
+    # (issue 18: the culprit is the primary location where it is in the workspace).
+    primary: list[str] = field(default_factory=list)
+    # Of several responsible lines, the one whose problem the stock exporter's error is about (the
+    # others surface only once it is fixed).
+    reported_first: str = ""
+    upstream: str = ""  # where the case comes from: "owner/repo path::test" (peer-style cases)
     how: str = ""
     note: str = ""
     fast: bool = False
@@ -105,12 +114,14 @@ class Score:
     # How the .onnx files were compared: "bytes", or "without metadata" for a case whose stock
     # files already differ between two fresh processes (stock_bytes = "varies").
     compared: str = "bytes"
+    primary_expected: list[str] = field(default_factory=list)
+    primary_missed: list[str] = field(default_factory=list)  # expected primary, not the primary of any error
 
     @property
     def passed(self) -> bool:
         return (not self.false_failure and not self.internal_error and not self.lines_missed
-                and self.stock_observed == self.stock_recorded and self.identical is not False
-                and not self.differences)
+                and not self.primary_missed and self.stock_observed == self.stock_recorded
+                and self.identical is not False and not self.differences)
 
 
 def load_cases(library: str | None = None) -> list[Case]:
@@ -121,15 +132,23 @@ def load_cases(library: str | None = None) -> list[Case]:
             continue
         document = tomllib.loads(record.read_text())
         for entry in document["case"]:
-            responsible = entry.get("responsible", [])
+            responsible, primary = (_line_list(entry.get(key, [])) for key in ("responsible", "primary"))
+            stray = [line for line in [*primary, entry.get("reported_first")] if line and line not in responsible]
+            if stray:
+                raise SystemExit(f"{record}: {entry['target']}: {stray} not among its responsible lines")
             cases.append(Case(library=name, root=record.parent, target=entry["target"], model=entry["model"],
-                              stock=entry["stock"], classes=entry.get("classes", []),
-                              responsible=[responsible] if isinstance(responsible, str) else responsible,
+                              stock=entry["stock"], classes=entry.get("classes", []), responsible=responsible,
+                              primary=primary, reported_first=entry.get("reported_first", ""),
+                              upstream=entry.get("upstream", ""),
                               how=entry.get("how", ""), note=entry.get("note", ""), fast=entry.get("fast", False),
                               stock_bytes=entry.get("stock_bytes", "stable"),
                               stock_output=entry.get("stock_output", "valid"),
                               environment=document.get("environment")))
     return cases
+
+
+def _line_list(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
 
 
 def interpreter(environment: str | None) -> str:
@@ -259,6 +278,8 @@ def score(case: Case, stock: dict, target: dict | None, stock_onnx: Path) -> Sco
         kinds.add("primary" if primary else "related" if related else "missed")
     # The weakest placement among the responsible lines.
     where = next((kind for kind in ("missed", "related", "primary") if kind in kinds), "")
+    primary_missed = [line for line in case.primary
+                      if not any(_matches(line, d["file"], d["line"], case.root) for d in errors)]
     status = (target or {}).get("status", "missing")
     identical = None
     compared = "without metadata" if case.stock_bytes == "varies" else "bytes"
@@ -278,7 +299,7 @@ def score(case: Case, stock: dict, target: dict | None, stock_onnx: Path) -> Sco
                  where=where, message=message, note=case.note, stock_seconds=stock.get("seconds"),
                  onnxlens_seconds=(target or {}).get("seconds"),
                  differences=differences(case, stock, diagnostics) if target else ["onnxlens reported no result"],
-                 compared=compared)
+                 compared=compared, primary_expected=list(case.primary), primary_missed=primary_missed)
 
 
 def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
@@ -324,6 +345,7 @@ def table(scores: list[Score], commit: str) -> str:
     exports = [s for s in scores if s.stock_recorded == "exports" and not (s.lines_found or s.lines_missed)]
     by_bytes = [s for s in exports if s.compared == "bytes"]
     by_graph = [s for s in exports if s.compared != "bytes"]
+    with_primary = [s for s in scores if s.primary_expected]
     lines = [
         "# Real-world zoo: results",
         "",
@@ -335,6 +357,8 @@ def table(scores: list[Score], commit: str) -> str:
         f"| onnxlens's answer differs from stock's (outcome, step, exception, blamed line) | "
         f"{sum(bool(s.differences) for s in scores)} / {len(scores)} |",
         f"| responsible line found (primary or related), failures that have one | {len(hit)} / {len(with_line)} |",
+        f"| culprit in the workspace is the primary location, cases that name one | "
+        f"{sum(not s.primary_missed for s in with_primary)} / {len(with_primary)} |",
         f"| false failures (stock exports a valid model, onnxlens reports an error) | "
         f"{sum(s.false_failure for s in scores)} / {len(exports)} |",
         f"| onnxlens internal errors | {sum(s.internal_error for s in scores)} |",
@@ -349,6 +373,8 @@ def table(scores: list[Score], commit: str) -> str:
     ]
     for s in scores:
         line = s.where or ("—" if s.stock_recorded == "fails" else "")
+        if s.primary_missed:
+            line += f", not primary: {len(s.primary_missed)} of {len(s.primary_expected)}"
         identical = {True: f", identical ({s.compared})", False: f", NOT identical ({s.compared})", None: ""}[s.identical]
         onnxlens = f"{s.status}{identical}" + (" **false failure**" if s.false_failure else "") + (
             " **internal error**" if s.internal_error else "")
