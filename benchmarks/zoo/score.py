@@ -155,7 +155,10 @@ def interpreter(environment: str | None) -> str:
     """The Python a library's cases run in: this one, or the named environment's, set up first."""
     if environment is None:
         return sys.executable
-    subprocess.run([str(REPO / "scripts" / f"setup-zoo-{environment}")], cwd=REPO, check=True)
+    setup = REPO / "scripts" / f"setup-zoo-{environment}"
+    if not setup.is_file():
+        raise SystemExit(f"environment {environment!r} (a cases.toml) has no set-up script: {setup} does not exist")
+    subprocess.run([str(setup)], cwd=REPO, check=True)
     return str(REPO / ".venvs" / f"zoo-{environment}" / "bin" / "python")
 
 
