@@ -7,7 +7,8 @@ same dispatch (`internals.dispatch`) and registry the translation will use, and 
 on the innermost line of the user's code that produced it (exporter/locations), with what the
 user called to get it (op_sources.py); op_findings.py writes the findings. Most of them were
 already sent while capture traced the ops, as preliminary findings of this stage (traced_ops.py):
-the scan's own replace them.
+the scan's own replace them. When it finds some, the nodes whose translation fails for another
+reason are found too (translate.py: `other_failures`): every failure at once.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.pipeline.translate import other_failures
 from onnxlens.exporter.pipeline.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer
@@ -41,7 +43,8 @@ def run(job: Job) -> None:
     if not missing:
         return
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
-    job.fail(findings_for(located, job.workspace, job.fallback))
+    # The translation will not run: the other nodes whose translation fails are reported now.
+    job.fail(findings_for(located, job.workspace, job.fallback) + other_failures(job))
 
 
 def in_branch(op: UnsupportedOp) -> bool:
