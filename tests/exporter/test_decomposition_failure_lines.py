@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
 
@@ -92,10 +92,6 @@ def workspace(tmp_path_factory):
     return root
 
 
-def run(workspace, model, inputs):
-    return shared_pipeline().run(spec_for(workspace, model.replace(":", "_").replace(".py", ""), model, inputs))
-
-
 def _only_decomposition(result):
     assert result.status == "failed"
     assert [f.code for f in result.findings] == ["decomposition"], result.findings
@@ -103,7 +99,7 @@ def _only_decomposition(result):
 
 
 def test_cond_whose_branches_return_ints_is_reported_on_the_cond(workspace):
-    result = run(workspace, "failing_decompositions.py:CondReturnsInt", "failing_decompositions.py:matrix")
+    result = run_target(workspace, "failing_decompositions.py:CondReturnsInt", "failing_decompositions.py:matrix")
     finding = _only_decomposition(result)
     models = workspace / "failing_decompositions.py"
     assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "torch.cond(x.sum() > 3"))
@@ -112,7 +108,7 @@ def test_cond_whose_branches_return_ints_is_reported_on_the_cond(workspace):
 
 
 def test_tensor_attribute_mutated_in_place_is_reported_on_the_mutation(workspace):
-    result = run(workspace, "failing_decompositions.py:Counter", "failing_decompositions.py:matrix")
+    result = run_target(workspace, "failing_decompositions.py:Counter", "failing_decompositions.py:matrix")
     finding = _only_decomposition(result)
     models = workspace / "failing_decompositions.py"
     assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "self.foo.add_(5)"))
@@ -121,7 +117,7 @@ def test_tensor_attribute_mutated_in_place_is_reported_on_the_mutation(workspace
 
 
 def test_transformers_static_cache_mutation_lands_on_the_users_call_with_the_librarys_add_related(workspace):
-    result = run(workspace, "static_cache_decoder.py:build_model", "static_cache_decoder.py:example_inputs")
+    result = run_target(workspace, "static_cache_decoder.py:build_model", "static_cache_decoder.py:example_inputs")
     finding = _only_decomposition(result)
     decoder = workspace / "static_cache_decoder.py"
     # Primary: the user's line that reaches the mutation; the innermost related location: the

@@ -27,7 +27,7 @@ import os
 import pytest
 from torch import nn
 
-from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
 
@@ -96,12 +96,8 @@ def workspace(tmp_path_factory):
     return root
 
 
-def run(workspace, model, inputs):
-    return shared_pipeline().run(spec_for(workspace, model.replace(":", "_").replace(".py", ""), model, inputs))
-
-
 def test_a_torch_module_exported_as_the_model_shows_its_data_dependent_line(workspace):
-    result = run(workspace, "torch_modules.py:adaptive", "torch_modules.py:adaptive_inputs")
+    result = run_target(workspace, "torch_modules.py:adaptive", "torch_modules.py:adaptive_inputs")
     [finding] = result.findings
     adaptive = library_file("torch.nn.modules.adaptive")
     models = workspace / "torch_modules.py"
@@ -112,7 +108,7 @@ def test_a_torch_module_exported_as_the_model_shows_its_data_dependent_line(work
 
 
 def test_a_torch_module_exported_as_the_model_shows_the_call_of_the_op_without_translation(workspace):
-    result = run(workspace, "torch_modules.py:fractional", "torch_modules.py:image")
+    result = run_target(workspace, "torch_modules.py:fractional", "torch_modules.py:image")
     [finding] = result.findings
     pooling = library_file("torch.nn.modules.pooling")
     assert finding.code == "unsupported-op"
@@ -136,7 +132,7 @@ def test_model_code_is_the_models_class_and_its_packages_classes_not_the_torch_m
 
 
 def test_an_unflattenable_dataclass_names_the_switch_that_returns_it_and_the_inputs_line(workspace):
-    result = run(workspace, "xt_intermediates.py:build_model", "xt_intermediates.py:example_inputs")
+    result = run_target(workspace, "xt_intermediates.py:build_model", "xt_intermediates.py:example_inputs")
     [finding] = result.findings
     x_transformers = library_file("x_transformers.x_transformers")
     inputs = workspace / "xt_intermediates.py"
@@ -151,7 +147,7 @@ def test_an_unflattenable_dataclass_names_the_switch_that_returns_it_and_the_inp
 
 
 def test_a_cache_built_by_the_configs_default_names_the_condition_and_the_configs_attribute(workspace):
-    result = run(workspace, "llama_defaults.py:build_model", "llama_defaults.py:example_inputs")
+    result = run_target(workspace, "llama_defaults.py:build_model", "llama_defaults.py:example_inputs")
     [finding] = result.findings
     llama = library_file("transformers.models.llama.modeling_llama")
     condition = line_in(llama, "if use_cache and past_key_values is None:", after="class LlamaModel(")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
 
 MODELS = '''
@@ -97,8 +97,7 @@ def workspace(tmp_path_factory):
 
 
 def run(workspace, model, inputs, **options):
-    return shared_pipeline().run(spec_for(workspace, model.lower(), f"failing_translations.py:{model}", f"failing_translations.py:{inputs}",
-                                          **options))
+    return run_target(workspace, f"failing_translations.py:{model}", f"failing_translations.py:{inputs}", **options)
 
 
 def test_both_shifts_by_a_data_dependent_amount_are_reported_each_on_its_line(workspace):
