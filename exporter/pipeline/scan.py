@@ -44,7 +44,8 @@ def run(job: Job) -> None:
         return
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
     # The translation will not run: the other nodes whose translation fails are reported now.
-    job.fail(findings_for(located, job.workspace, job.fallback) + other_failures(job))
+    others = other_failures(job, reported=lambda node: lacks_translation(node, job.registry))
+    job.fail(findings_for(located, job.workspace, job.fallback) + others)
 
 
 def in_branch(op: UnsupportedOp) -> bool:
@@ -83,12 +84,8 @@ def unsupported_ops(program: Any, registry: Any, opset: int | None = None,
     found = []
     for module in graph_modules(program):
         for node in module.graph.nodes:
-            if node.op != "call_function" or node.target is operator.getitem:
-                continue
-            if internals.is_onnx_op(node.target):
-                continue
-            function, reason = internals.dispatch(node, registry)
-            if function is not None:
+            reason = _missing_translation(node, registry)
+            if reason is None:
                 continue
             found.append(unsupported_op(node, reason))
             if opset is not None:
@@ -98,6 +95,20 @@ def unsupported_ops(program: Any, registry: Any, opset: int | None = None,
                     offers[node.target] = offer(node)
                 found[-1].offer = offers[node.target]
     return found
+
+
+def lacks_translation(node: Any, registry: Any) -> bool:
+    """The node is one the scan reports: its op has no translation in the registry."""
+    return _missing_translation(node, registry) is not None
+
+
+def _missing_translation(node: Any, registry: Any) -> str | None:
+    """Why the registry has no translation for the node's op; None when it has one, or the node
+    needs none (not a call, `getitem`, an ONNX op already)."""
+    if node.op != "call_function" or node.target is operator.getitem or internals.is_onnx_op(node.target):
+        return None
+    function, reason = internals.dispatch(node, registry)
+    return reason if function is None else None
 
 
 def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:

@@ -17,7 +17,7 @@ reported at once too.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from onnxlens.exporter.pipeline.errors import error_finding, exception_chain
 from onnxlens.exporter.pipeline.failed_nodes import node_named_in
@@ -51,11 +51,10 @@ def failure_findings(job: Job, error: BaseException) -> list[Finding]:
                        for failure in failures]
 
 
-def other_failures(job: Job) -> list[Finding]:
-    """The nodes whose translation fails for another reason than a missing translation (which
-    the scan reports), when the scan found some."""
-    return [_finding(job, failure.node, failure.error) for failure in _failures(job)
-            if not internals.is_missing_translation(failure.error)]
+def other_failures(job: Job, reported: Callable[[Any], bool]) -> list[Finding]:
+    """The nodes whose translation fails, but for those `reported` accepts (the scan's ops
+    without a translation), when the scan found some."""
+    return [_finding(job, failure.node, failure.error) for failure in _failures(job) if not reported(failure.node)]
 
 
 def _failures(job: Job) -> list[Any]:

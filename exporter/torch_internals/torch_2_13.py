@@ -444,18 +444,6 @@ def translation_failures(decomposed: Any, registry: Any) -> list[NodeFailure]:
     return failures
 
 
-def is_missing_translation(error: BaseException) -> bool:
-    """The exporter found no translation for the node's op (what the scan stage reports)."""
-    from torch.onnx._internal.exporter import _errors
-
-    item: BaseException | None = error
-    while item is not None:
-        if isinstance(item, _errors.DispatchError):
-            return True
-        item = item.__cause__
-    return False
-
-
 def _as_stock_raises(node: Any, error: BaseException) -> BaseException:
     """The error as `_core._translate_fx_graph` raises it for a node: in its ConversionError."""
     from torch.onnx._internal.exporter import _errors
@@ -654,7 +642,6 @@ PIECES = (
     "torch.onnx._internal.exporter._core._set_shape_type",
     "torch.onnx._internal.exporter._tensors.SymbolicTensor",
     "torch.onnx._internal.exporter._errors.ConversionError",
-    "torch.onnx._internal.exporter._errors.DispatchError",
     "torch.onnx._internal.exporter._decomp.get_onnx_implemented_overloads",
     "torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table",
     "torch.onnx._internal.exporter._dispatching.dispatch",
@@ -718,7 +705,7 @@ __all__ = [
     "outside_tracing", "size_hint", "symbolic_expression",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
-    "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "NodeFailure", "translation_failures", "is_missing_translation", "written_arguments", "aliased_arguments", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
+    "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "NodeFailure", "translation_failures", "written_arguments", "aliased_arguments", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
     "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",
 ]

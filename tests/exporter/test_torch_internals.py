@@ -110,7 +110,6 @@ def test_translating_every_node_reports_each_failure_and_leaves_the_stock_transl
     failures = internals.translation_failures(failing, registry)
     assert [failure.node.name for failure in failures] == ["lshift", "rshift"]
     assert all("Error when translating node %" in str(failure.error) for failure in failures)
-    assert not any(internals.is_missing_translation(failure.error) for failure in failures)
     with pytest.raises(type(before.value)) as after:
         internals.translate(failing, registry, internals.DEFAULT_OPSET)
     assert str(after.value) == str(before.value)
