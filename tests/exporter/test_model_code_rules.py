@@ -156,3 +156,16 @@ def test_a_cache_built_by_the_configs_default_names_the_condition_and_the_config
             "or set model.config.use_cache = False in the model factory") in finding.message
     built = line_in(llama, "past_key_values = DynamicCache(config=self.config)", after="class LlamaModel(")
     assert (str(llama), built) in [(r.file, r.line) for r in finding.related]
+
+
+def test_a_file_of_the_models_own_code_is_library_code_though_torch_ships_it(tmp_path):
+    from onnxlens.exporter.locations import Origin, Workspace, classify
+    from onnxlens.exporter.locations.files import is_tracing_machinery
+
+    example = str(library_file("torch._export.db.examples.dynamic_shape_round"))
+    linear = str(library_file("torch.nn.modules.linear"))
+    plain = Workspace(str(tmp_path))
+    assert classify(example, plain) is Origin.INTERNAL and is_tracing_machinery(example, plain)
+    exporting_it = Workspace(str(tmp_path), model_files=[example])
+    assert classify(example, exporting_it) is Origin.LIBRARY and not is_tracing_machinery(example, exporting_it)
+    assert classify(linear, exporting_it) is Origin.INTERNAL
