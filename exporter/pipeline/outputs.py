@@ -115,7 +115,7 @@ def untranslatable_output_finding(job: Job, node: Any, error: BaseException) -> 
         message = f"translating to ONNX failed at the model's outputs: {cause}"
         traced = returns.Traced()
     else:
-        index, value = constants[0]
+        _, value = constants[0]
         traced = returns.trace(job, lambda candidate: candidate is value or (
             type(candidate) is type(value) and candidate == value))
         named = ", ".join(f"{item!r} ({_a(type(item).__name__)}) as output {position}" for position, item in constants)
