@@ -431,6 +431,107 @@ def translate(decomposed: Any, registry: Any, opset: int) -> Any:
     return onnx_program
 
 
+@dataclass
+class NodeFailure:
+    """One FX node whose translation raised (an `output` node too), with its own exception (the
+    exporter's ConversionError around it is not there)."""
+
+    node: Any  # torch.fx.Node
+    error: BaseException
+
+
+def translation_failures(decomposed: Any, registry: Any) -> list[NodeFailure]:
+    """Every node whose translation fails, in the order `translate` meets them.
+
+    `_core`'s translation stops at its first failure. This runs it once more (only after it
+    failed: the stock run is untouched) with each node's failure recorded, and the node's
+    outputs stood in for by values of the type and shape torch recorded for them, so that the
+    nodes after it are translated too. A node reading a stand-in without a type (torch recorded
+    none) is not translated: its failure would say nothing about its own code. The model this
+    run builds is dropped; what fails after the nodes (graph inputs and outputs, initializers)
+    is not a node's failure."""
+    from torch.onnx._internal.exporter import _tensors
+
+    failures: list[NodeFailure] = []
+    untyped: set[str] = set()
+    stock_call = _core._handle_call_function_node_with_lowering
+    stock_output = _core._handle_output_node
+
+    def stand_in(name: str, value: Any, opset: Any) -> Any:
+        stood = _tensors.SymbolicTensor(opset, name=name)
+        _core._set_shape_type(stood, value, complex_to_float=True)
+        return stood
+
+    def call_function(model: Any, node: Any, values: dict, **kwargs: Any) -> None:
+        if any(source.name in untyped for source in node.all_input_nodes):
+            untyped.add(node.name)
+            return
+        try:
+            stock_call(model, node, values, **kwargs)
+        except Exception as error:  # noqa: BLE001 - recorded: the node's finding
+            failures.append(NodeFailure(node, _as_stock_raises(node, error)))
+            value = node.meta.get("val")
+            if isinstance(value, (tuple, list)):
+                values[node.name] = [stand_in(f"{node.name}__{index}", item, kwargs["opset"])
+                                     for index, item in enumerate(value)]
+            elif value is not None:
+                values[node.name] = stand_in(node.name, value, kwargs["opset"])
+            else:
+                untyped.add(node.name)
+
+    def output(node: Any, values: dict, graph_like: Any) -> None:
+        try:
+            stock_output(node, values, graph_like)
+        except Exception as error:  # noqa: BLE001 - recorded: the output's finding
+            failures.append(NodeFailure(node, _as_stock_raises(node, error)))
+
+    _core._handle_call_function_node_with_lowering = call_function
+    _core._handle_output_node = output
+    try:
+        _core._exported_program_to_onnx_program(decomposed, registry=registry)
+    except Exception:  # noqa: BLE001 - past the nodes: stand-ins need not satisfy the rest
+        pass
+    finally:
+        _core._handle_call_function_node_with_lowering = stock_call
+        _core._handle_output_node = stock_output
+    return failures
+
+
+def _as_stock_raises(node: Any, error: BaseException) -> BaseException:
+    """The error as `_core._translate_fx_graph` raises it for a node: in its ConversionError."""
+    from torch.onnx._internal.exporter import _errors
+
+    wrapped = _errors.ConversionError(
+        f"Error when translating node {node.format_node()}. See the stack trace for more information.")
+    wrapped.__cause__ = error
+    return wrapped
+
+
+def written_arguments(node: Any) -> list[Any]:
+    """The arguments an FX node's op writes to in place (`self` of `add_`, of `index_copy_`)."""
+    return [given for argument, given in _schema_arguments(node)
+            if argument.alias_info is not None and argument.alias_info.is_write]
+
+
+def aliased_arguments(node: Any) -> list[Any]:
+    """The arguments an FX node's op returns a view or alias of, without writing to them
+    (`self` of `view`, of a `to` that changes nothing)."""
+    returned = {name for result in getattr(node.target, "_schema", None).returns if result.alias_info is not None
+                for name in result.alias_info.before_set} if _schema_arguments(node) else set()
+    return [given for argument, given in _schema_arguments(node)
+            if argument.alias_info is not None and not argument.alias_info.is_write
+            and returned & set(argument.alias_info.before_set)]
+
+
+def _schema_arguments(node: Any) -> list[tuple[Any, Any]]:
+    """(schema argument, what the node passes) for an op overload's node; [] for anything else."""
+    op = node.target
+    if not isinstance(op, torch._ops.OpOverload):
+        return []
+    return [(argument, node.args[index] if index < len(node.args) else node.kwargs.get(argument.name))
+            for index, argument in enumerate(op._schema.arguments)]
+
+
 def rename_inputs(model: Any, names: list[str]) -> None:
     from torch.onnx._internal.exporter import _ir_passes
 
@@ -589,6 +690,11 @@ PIECES = (
     "torch.onnx._constants.ONNX_DEFAULT_OPSET",
     "torch.onnx._internal.exporter._core._is_onnx_op",
     "torch.onnx._internal.exporter._core._exported_program_to_onnx_program",
+    "torch.onnx._internal.exporter._core._handle_call_function_node_with_lowering",
+    "torch.onnx._internal.exporter._core._handle_output_node",
+    "torch.onnx._internal.exporter._core._set_shape_type",
+    "torch.onnx._internal.exporter._tensors.SymbolicTensor",
+    "torch.onnx._internal.exporter._errors.ConversionError",
     "torch.onnx._internal.exporter._decomp.get_onnx_implemented_overloads",
     "torch.onnx._internal.exporter._decomp.create_onnx_friendly_decomposition_table",
     "torch.onnx._internal.exporter._dispatching.dispatch",
@@ -652,7 +758,7 @@ __all__ = [
     "outside_tracing", "size_hint", "symbolic_expression",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
     "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
-    "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
+    "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "NodeFailure", "translation_failures", "written_arguments", "aliased_arguments", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
     "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",
 ]
