@@ -8,11 +8,13 @@ where pygls gives none.
   response with a null id (JSON-RPC 2.0: the id could not be read), and a warning in the log.
   pygls would pop up "Error in server" in the editor for each.
 * A request after `shutdown`: InvalidRequest (LSP 3.17, "shutdown"). pygls drops it, and the
-  client waits forever. Notifications after shutdown are dropped; `exit` still exits.
+  client waits forever. Notifications after shutdown are dropped; `exit` still exits, once the
+  requests still running (the `shutdown` itself) are answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from types import SimpleNamespace
@@ -25,6 +27,8 @@ from pygls.protocol import LanguageServerProtocol
 from .framing import FramingError
 
 log = logging.getLogger(__name__)
+
+EXIT_GRACE = 10.0  # seconds `exit` waits for the answers of requests still running
 
 # A message handle_message ignores (its jsonrpc version does not match): the request was
 # answered already.
@@ -78,4 +82,33 @@ class OnnxlensProtocol(LanguageServerProtocol):
             self._send_response(message.id, None, JsonRpcInvalidRequest(
                 message=f"the server is shut down: {method} is not accepted after shutdown").to_response_error())
             return
+        if method == EXIT and self._exit_after_answers(message):
+            return
         super().handle_message(message)
+
+    def _exit_after_answers(self, message) -> bool:
+        """`exit` while requests are still being answered (a client that sends `shutdown` and
+        `exit` without waiting for the answer between them): exit once they are answered, at
+        most EXIT_GRACE seconds later, instead of closing the output under their answers."""
+        pending = [future for future in self._request_futures.values() if not future.done()]
+        if not pending:
+            return False
+        loop = asyncio.get_running_loop()
+        remaining = set(pending)
+        exited = False
+
+        def exit_now() -> None:
+            nonlocal exited
+            if not exited:
+                exited = True
+                super(OnnxlensProtocol, self).handle_message(message)
+
+        def answered(future) -> None:  # after pygls' own callback, which sent the answer
+            remaining.discard(future)
+            if not remaining:
+                loop.call_soon_threadsafe(exit_now)
+
+        for future in pending:
+            future.add_done_callback(answered)
+        loop.call_later(EXIT_GRACE, exit_now)
+        return True
