@@ -145,7 +145,7 @@ def check(args: argparse.Namespace) -> int:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
                   f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         results, internal_errors = asyncio.run(
-            _export_all(specs, root=workspace.root, jobs=args.jobs, use_cache=not args.no_cache,
+            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache,
                         on_done=finished))
     run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
                    selection=args.target)
@@ -238,13 +238,13 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
     return [spec for spec in workspace.targets if spec.name in wanted]
 
 
-async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cache: bool,
+async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
                       on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
     """Export every spec (at most `jobs` at once); returns results in spec order and the
     number of exports that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache, root=str(root))
+    service = ExportService(jobs=jobs, use_cache=use_cache)
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:

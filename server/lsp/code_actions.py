@@ -180,8 +180,7 @@ class CodeActions(Feature):
     def _workspace_root(self, file: str) -> Path | None:
         """The root new targets of `file` go to: its project's (the innermost) or its workspace
         folder's; None outside the client's workspace folders."""
-        folders = [Path(norm(f)) for f in self.session.client.folders()]
-        inside = [f for f in folders if Path(file).is_relative_to(f)]
+        inside = self.session.workspace_folders_containing(file)
         if not inside:
             return None
         containing = [p.root for p in self.session.projects_containing(file)]

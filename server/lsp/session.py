@@ -113,6 +113,13 @@ class Session:
             else:
                 self.scheduler.request(project, name, reason, delay_s=0)
 
+    def workspace_folders_containing(self, path: str | Path) -> list[Path]:
+        """The client's workspace folders `path` lies in (symlinks resolved). The trust boundary:
+        the server runs user code only for configured projects of these folders (README,
+        "Security"), never for a file opened elsewhere."""
+        resolved = Path(norm(path))
+        return [folder for folder in (Path(norm(f)) for f in self.client.folders()) if resolved.is_relative_to(folder)]
+
     def projects_containing(self, path: str) -> list[Project]:
         return [p for p in self.projects.values() if p.contains(path)]
 
