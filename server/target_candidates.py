@@ -25,6 +25,9 @@ import ast
 from dataclasses import dataclass, field
 
 TORCH_NN = "torch.nn"
+# A generated or vendored blob is no model of the user's: files (and buffers, in characters)
+# larger than this are not searched for candidates, by the workspace scan nor the code action.
+MAX_FILE_BYTES = 2_000_000
 # torch.nn names that are not modules (a class deriving from them is not a model).
 _NOT_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 # The layers whose first argument tells the input's size, by torch.nn name.

@@ -17,12 +17,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from onnxlens.server.target_candidates import find_candidates, imports_torch
+from onnxlens.server.target_candidates import MAX_FILE_BYTES, find_candidates, imports_torch
 from onnxlens.server.target_fix import Choice, config_file_for, configured_models, is_configured
 
 SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "build", "dist", "node_modules", "tests",
                           "test", "__pycache__"})
-MAX_FILE_BYTES = 2_000_000  # a generated or vendored blob is no model of the user's
 
 
 def python_files(root: Path) -> list[Path]:

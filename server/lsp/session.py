@@ -20,6 +20,7 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import ExportResult, ExportStatus, FindingsEvent
 from onnxlens.server.config import find_config
+from onnxlens.server.offload import Offload
 
 from .client import Client
 from .diagnostics import Diagnostics, SourceLines
@@ -44,6 +45,7 @@ class Session:
                                          on_result=self._export_finished, on_status=self._export_status,
                                          on_findings=self._export_reported)
         self.watcher: DiskWatcher | None = None  # set by Triggers.start_watching
+        self.offload = Offload()  # parses of big buffers, off the event loop
 
     def log(self, level: int, message: str) -> None:
         self.client.log(level, message)
@@ -177,6 +179,7 @@ class Session:
         if self._adapter_report is not None:
             self._adapter_report.cancel()
         await self.service.stop()
+        await self.offload.close()
         if self.watcher is not None:
             self.watcher.stop()
 
