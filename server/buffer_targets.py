@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from onnxlens.server.target_candidates import MAX_FILE_BYTES, find_candidates
+from onnxlens.server.target_candidates import MAX_FILE_BYTES, find_candidates, readable_source
 from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, config_file_for, configured_models, \
     is_configured, plan_targets
 
@@ -33,7 +33,7 @@ def target_fixes(file: Path, text: str | None, root: Path, first: int, last: int
     (`text`: the editor's buffer; None: read the file), and why others have none."""
     if text is None:
         try:
-            if file.stat().st_size > MAX_FILE_BYTES:
+            if not readable_source(file):
                 return [], []
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):

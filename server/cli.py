@@ -160,23 +160,24 @@ def init(args: argparse.Namespace) -> int:
     them, and unless --dry-run apply the insertions to the files."""
     from onnxlens.exporter import atomic
     from onnxlens.server.edits import apply_insertions
-    from onnxlens.server.target_fix import TargetFixError, plan_targets
-    from onnxlens.server.workspace_targets import workspace_choices
+    from onnxlens.server.workspace_targets import plan_workspace
 
     path = Path(args.path)
     if not path.is_dir():
         raise UsageError(f"{path}: not a directory")
     config = find_config(path)
     root = (config.parent if config is not None else path).resolve()
-    choices = workspace_choices(root)
-    if not choices:
+    plan = plan_workspace(root)
+    if plan.stopped:
+        print(f"onnxlens: the search for models in {root} stopped early ({plan.stopped}); "
+              f"run `onnxlens init` on the directory that holds them", file=sys.stderr)
+    if plan.problem:
+        raise UsageError(plan.problem)
+    fix = plan.fix
+    if fix is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
               "(nn.Module classes constructed without arguments, and factory functions)")
         return EXIT_OK
-    try:
-        fix = plan_targets(root, choices)
-    except TargetFixError as error:
-        raise UsageError(str(error)) from None
     verb = "would add" if args.dry_run else "added"
     for target in fix.targets:
         print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")

@@ -7,7 +7,7 @@ result; the event loop goes on meanwhile.
 
 * The helper is `python -m onnxlens.server.offload`, started on first use with the server's own
   interpreter and isolation flag, in the filesystem root (exporter/launch.py). It exits when its
-  stdin closes (the server ended).
+  stdin closes, and on Linux is killed when the server dies, even in the middle of a call.
 * Functions are top-level functions (pickled by reference); arguments and results are pickled.
   Both ends are this package, and the helper runs none of the workspace's code (it reads text).
 * One call at a time. A call that is cancelled (the client cancelled its request) or runs over
@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import os
 import pickle
+import signal
 import struct
 import sys
 from collections.abc import Callable
@@ -33,6 +35,7 @@ from onnxlens.exporter.launch import WORKING_DIRECTORY, interpreter_environment
 T = TypeVar("T")
 OFFLOAD_TIMEOUT = 60.0  # seconds a call may take (a 2 MB buffer parses in ~3 s here)
 _LENGTH = struct.Struct(">Q")
+_PR_SET_PDEATHSIG = 1
 
 
 class OffloadError(Exception):
@@ -79,7 +82,7 @@ class Offload:
         if self._process is None or self._process.returncode is not None:
             isolated = ["-I"] if sys.flags.isolated else []
             self._process = await asyncio.create_subprocess_exec(
-                sys.executable, *isolated, "-m", "onnxlens.server.offload", cwd=WORKING_DIRECTORY,
+                sys.executable, *isolated, "-m", "onnxlens.server.offload", str(os.getpid()), cwd=WORKING_DIRECTORY,
                 env=interpreter_environment(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
         return self._process
 
@@ -97,8 +100,20 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
     return data if data is not None and len(data) == size else None
 
 
-def main() -> None:
+def _die_with(parent: int) -> None:
+    """SIGKILL when the server dies, even in the middle of a call (stdin's end is only seen
+    between calls). Linux only; elsewhere the helper ends at the next read."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the server died before prctl
+        os._exit(0)
+
+
+def main(parent: int) -> None:
     """The helper: one request at a time from stdin, its answer to stdout, until stdin closes."""
+    _die_with(parent)
     requests = os.fdopen(os.dup(0), "rb")
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print must not corrupt the replies
@@ -120,4 +135,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]))
