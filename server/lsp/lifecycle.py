@@ -59,9 +59,9 @@ class Lifecycle(Feature):
     async def did_change_workspace_folders(self, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
         session = self.session
         for folder in params.event.removed:
-            path = to_fs_path(folder.uri)
-            for project in [p for p in session.projects.values() if path and p.contains(str(Path(path).resolve()))]:
-                session.remove_project(project)
+            if path := to_fs_path(folder.uri):
+                self.offer.withdraw(Path(path))
+                session.remove_folder(Path(path))
         for folder in params.event.added:
             if path := to_fs_path(folder.uri):
                 if session.add_folder(Path(path), export=True) is None:
@@ -69,4 +69,5 @@ class Lifecycle(Feature):
 
     @handles(lsp.SHUTDOWN)
     async def shutdown(self, params: None) -> None:
+        await self.offer.close()
         await self.session.stop()

@@ -79,7 +79,10 @@ class Session:
         return project
 
     def add_folder(self, folder: Path, *, export: bool) -> Project | None:
-        """A workspace folder: track the config that governs it, if there is one."""
+        """A workspace folder: track the config that governs it, if there is one, and notice
+        the folder being created again after it was deleted."""
+        if self.watcher is not None:
+            self.watcher.watch_folder(norm(folder), self._folder_appeared)
         config = find_config(folder)
         if config is None:
             self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
@@ -90,6 +93,25 @@ class Session:
         if project is not None and export:
             self.export_project(project, reason="folder added")
         return project
+
+    def remove_folder(self, folder: Path) -> None:
+        """A workspace folder the client closed: the projects inside it go."""
+        path = norm(folder)
+        if self.watcher is not None:
+            self.watcher.unwatch_folder(path)
+        for project in [p for p in self.projects.values() if p.contains(path)]:
+            self.remove_project(project)
+
+    def _folder_appeared(self, folder: str) -> None:
+        """A workspace folder was deleted and created again (a fresh clone, a restored copy):
+        its watches died with it, and its projects are found again as when it was opened
+        (a config that is not there yet is watched for)."""
+        self.log(logging.INFO, f"onnxlens: {folder} was created again; looking for its configuration")
+        for project in [p for p in self.projects.values() if Path(p.root).is_relative_to(folder)]:
+            self.remove_project(project)
+        if self.watcher is not None:
+            self.watcher.forget(folder)
+        self.add_folder(Path(folder), export=True)
 
     def remove_project(self, project: Project) -> None:
         for name in project.targets:
