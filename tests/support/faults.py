@@ -299,6 +299,19 @@ def sigkill(pid: int) -> None:
         pass
 
 
+def exported_server(ws: FaultWorkspace) -> RawServer:
+    """A raw server on `ws`, initialized, its target exported once (the worker is warm)."""
+    server = RawServer(ws.root)
+    try:
+        server.initialize()
+        server.open_and_save(ws.net)
+        server.wait_until(lambda: exported(ws.onnx, 1), "the first export")
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
 # --------------------------------------------------------------------------------------------
 # The LSP session
 
