@@ -145,7 +145,7 @@ def check(args: argparse.Namespace) -> int:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
                   f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         results, internal_errors = asyncio.run(
-            _export_all(specs, root=workspace.root, jobs=args.jobs, use_cache=not args.no_cache,
+            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache,
                         on_done=finished))
     run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
                    selection=args.target)
@@ -160,23 +160,24 @@ def init(args: argparse.Namespace) -> int:
     them, and unless --dry-run apply the insertions to the files."""
     from onnxlens.exporter import atomic
     from onnxlens.server.edits import apply_insertions
-    from onnxlens.server.target_fix import TargetFixError, plan_targets
-    from onnxlens.server.workspace_targets import workspace_choices
+    from onnxlens.server.workspace_targets import plan_workspace
 
     path = Path(args.path)
     if not path.is_dir():
         raise UsageError(f"{path}: not a directory")
     config = find_config(path)
     root = (config.parent if config is not None else path).resolve()
-    choices = workspace_choices(root)
-    if not choices:
+    plan = plan_workspace(root)
+    if plan.stopped:
+        print(f"onnxlens: the search for models in {root} stopped early ({plan.stopped}); "
+              f"run `onnxlens init` on the directory that holds them", file=sys.stderr)
+    if plan.problem:
+        raise UsageError(plan.problem)
+    fix = plan.fix
+    if fix is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
               "(nn.Module classes constructed without arguments, and factory functions)")
         return EXIT_OK
-    try:
-        fix = plan_targets(root, choices)
-    except TargetFixError as error:
-        raise UsageError(str(error)) from None
     verb = "would add" if args.dry_run else "added"
     for target in fix.targets:
         print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")
@@ -238,13 +239,13 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
     return [spec for spec in workspace.targets if spec.name in wanted]
 
 
-async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cache: bool,
+async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
                       on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
     """Export every spec (at most `jobs` at once); returns results in spec order and the
     number of exports that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache, root=str(root))
+    service = ExportService(jobs=jobs, use_cache=use_cache)
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:

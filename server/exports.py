@@ -28,14 +28,12 @@ log = logging.getLogger("onnxlens.exports")
 
 class ExportService:
     def __init__(self, *, jobs: int = 1, use_cache: bool = True, python: str | None = None,
-                 root: str | None = None, env: dict[str, str] | None = None) -> None:
-        """`python`: the user's interpreter (it needs torch and onnxlens); `root`: the worker's
-        working directory (the workspace root; default: the current directory); `env`: its
+                 env: dict[str, str] | None = None) -> None:
+        """`python`: the user's interpreter (it needs torch and onnxlens); `env`: its
         environment (default: ours)."""
         self.jobs = max(1, jobs)
         self.use_cache = use_cache
         self.python = python or sys.executable
-        self.root = root
         self.env = env
         self.cache = ResultCache(self.python, env)
         self._slots = asyncio.Semaphore(self.jobs)
@@ -107,7 +105,7 @@ class ExportService:
                 elif old is not None:
                     await old.stop()  # reap the dead one
                 self._retired = [w for w in self._retired if w.alive]
-                self._worker = Worker(self.python, cwd=self.root, env=self.env,
+                self._worker = Worker(self.python, env=self.env,
                                       preload_deny=self._preload_deny)
                 await self._worker.start()
             return self._worker

@@ -299,6 +299,19 @@ def sigkill(pid: int) -> None:
         pass
 
 
+def exported_server(ws: FaultWorkspace) -> RawServer:
+    """A raw server on `ws`, initialized, its target exported once (the worker is warm)."""
+    server = RawServer(ws.root)
+    try:
+        server.initialize()
+        server.open_and_save(ws.net)
+        server.wait_until(lambda: exported(ws.onnx, 1), "the first export")
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
 # --------------------------------------------------------------------------------------------
 # The LSP session
 
@@ -320,11 +333,19 @@ class Session(Client):
         return now
 
     def worker_processes(self) -> list[psutil.Process]:
-        """The server's direct children: the worker (zygote) and nothing else."""
+        """The export worker: the server's direct children running the zygote (its other
+        child, the helper that parses big buffers, server/offload.py, is not one)."""
+        found = []
         try:
-            return psutil.Process(self.server_pid).children(recursive=False)
+            for child in psutil.Process(self.server_pid).children(recursive=False):
+                try:
+                    if "onnxlens.exporter.worker.zygote" in child.cmdline():
+                        found.append(child)
+                except psutil.NoSuchProcess:
+                    pass
         except psutil.NoSuchProcess:
-            return []
+            pass
+        return found
 
     async def leftovers_after_shutdown(self) -> list[str]:
         """LSP shutdown + exit; the processes of the tree still running EXIT_WAIT later."""
