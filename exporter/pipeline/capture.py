@@ -69,7 +69,7 @@ def run(job: Job) -> None:
     target = job.target
     # Helper frames first: the ops checked while traced are located with them.
     with helper_frames_kept(job.workspace) as kept, ops_checked_while_traced(job), \
-            internals.specializations_recorded() as job.specializations:
+            internals.shape_facts_recorded() as job.shape_facts:
         captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
     if captured.program is not None:
         job.program = captured.program
