@@ -21,6 +21,7 @@ from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, fro
 import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.hop_bodies import body_failure
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
@@ -179,9 +180,13 @@ def _key(finding: Finding) -> tuple:
 def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
     """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
-    place = locate(user_frames(error, workspace), workspace)
+    frames = user_frames(error, workspace)
+    body = body_failure(error, frames, workspace)
+    place = locate(body.frames if body else frames, workspace)
     located = place.location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
+    if body is not None:
+        message += f"\n({body.note})"
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL

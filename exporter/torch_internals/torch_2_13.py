@@ -189,6 +189,113 @@ def is_data_dependent_guard(error: BaseException) -> bool:
 
 
 @dataclass
+class HopBodyFailure:
+    """A higher-order op's body that dynamo traced and then rejected as a whole (its output
+    aliases an input, it mutates an input): no frame of the error is in the body."""
+
+    op: str  # the higher-order op: "cond", "while_loop", "scan", "map_impl"
+    problem: str  # "aliasing" (an output is an input or a view of one) or "input mutation"
+    node_traces: list[str]  # FX stack traces of the body's nodes at fault: in-place calls first, then the nodes named
+    functions: list[tuple[str, int, str]]  # the function traced (file, first line, name), then those it wraps
+
+
+def hop_body_failure(error: BaseException) -> HopBodyFailure | None:
+    """The body behind a capture error raised by dynamo's check of a traced higher-order op body
+    (`check_aliasing_and_input_mutation`), read from the frames of the error's traceback: the
+    body's graph, what the check found, and the function dynamo traced. Reads the graph's nodes'
+    names, targets, users and stack traces only."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        frames = []
+        traceback_ = item.__traceback__
+        while traceback_ is not None:
+            frames.append(traceback_.tb_frame)
+            traceback_ = traceback_.tb_next
+        for index, frame in enumerate(frames):
+            if frame.f_code.co_name == "check_aliasing_and_input_mutation" and index > 0:
+                return _hop_body_failure(frame.f_locals, frames[index - 1].f_locals)
+        item = item.__cause__ or item.__context__
+    return None
+
+
+def _hop_body_failure(check: dict[str, Any], caller: dict[str, Any]) -> HopBodyFailure | None:
+    import operator
+    import re
+
+    graph = check.get("graph")
+    target = check.get("source_target")
+    aliasing, mutation = check.get("aliasing_info"), check.get("mutation_info")
+    if getattr(mutation, "has_mutation", False):
+        problem, detail = "input mutation", mutation.msg
+    elif getattr(aliasing, "has_aliasing", False):
+        problem, detail = "aliasing", aliasing.msg
+    else:
+        return None
+    nodes = {node.name: node for node in graph.nodes} if graph is not None else {}
+    named = [nodes[name] for name in re.findall(r"\w+", detail) if name in nodes]
+    at_fault = list(named)
+    if problem == "input mutation":  # the in-place calls on the input or a view of it
+        pending, seen = list(named), set()
+        while pending:
+            node = pending.pop(0)
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.op in ("call_method", "call_function") and (
+                    getattr(node.target, "__name__", str(node.target)).endswith("_") or node.target is operator.setitem):
+                at_fault.insert(0, node)
+            pending.extend(node.users)
+    traces = [node.meta["stack_trace"] for node in at_fault if node.meta.get("stack_trace")]
+    return HopBodyFailure(getattr(target, "__name__", None) or str(getattr(target, "name", lambda: "")()),
+                          problem, traces, _traced_functions(caller.get("f")))
+
+
+def _traced_functions(variable: Any) -> list[tuple[str, int, str]]:
+    """The functions behind a dynamo variable, outermost first (file, first line, name): the one
+    dynamo traced, then those it calls through partials, closure cells and `__wrapped__`. torch's
+    own wrappers call the user's body that way (while_loop's flat_body_fn, scan's partial of
+    wrap_combine_fn_flat)."""
+    from torch._dynamo.variables.base import VariableTracker
+
+    found: list[tuple[str, int, str]] = []
+    pending, seen = [variable], set()
+    while pending and len(seen) < 64:
+        item = pending.pop(0)
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, VariableTracker):  # a function dynamo traced, a partial of one
+            try:
+                code = item.get_code()
+            except Exception:  # noqa: BLE001 - a partial: its function and arguments below
+                code = None
+            parts = [getattr(item, "fn", None), getattr(item, "func", None), *(getattr(item, "args", None) or ()),
+                     *(getattr(item, "keywords", None) or {}).values()]
+        elif isinstance(item, functools.partial):
+            code, parts = None, [item.func, *item.args, *item.keywords.values()]
+        elif callable(item) and hasattr(item, "__code__"):
+            code = item.__code__
+            parts = [getattr(item, "__wrapped__", None),
+                     *(cell.cell_contents for cell in (item.__closure__ or ()) if _filled(cell))]
+        else:
+            continue
+        if code is not None and (code.co_filename, code.co_firstlineno, code.co_name) not in found:
+            found.append((code.co_filename, code.co_firstlineno, code.co_name))
+        pending.extend(part for part in parts if isinstance(part, VariableTracker) or callable(part))
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+@dataclass
 class DraftFailure:
     kind: str  # "DATA_DEPENDENT_ERROR", "GUARD_ADDED", "MISSING_FAKE_KERNEL", ...
     data: dict = field(default_factory=dict)  # "expr", "result", "op", "user_stack", ...
@@ -704,7 +811,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "is_data_dependent_guard", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
