@@ -295,10 +295,19 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+def is_missing_fake_kernel(error: BaseException) -> bool:
+    """torch.export met an op it cannot run on fake tensors: a torch.library op or custom op
+    with no fake (meta) implementation."""
+    from torch._subclasses.fake_tensor import UnsupportedOperatorException
+
+    return isinstance(error, UnsupportedOperatorException) or "no fake impl registered" in str(error)
+
+
 @dataclass
 class DraftFailure:
     kind: str  # "DATA_DEPENDENT_ERROR", "GUARD_ADDED", "MISSING_FAKE_KERNEL", ...
     data: dict = field(default_factory=dict)  # "expr", "result", "op", "user_stack", ...
+    node_traces: list[str] = field(default_factory=list)  # an op's failure: the stack traces of its calls
 
 
 def draft_export_failures(model: Any, args: tuple, kwargs: dict,
@@ -309,10 +318,15 @@ def draft_export_failures(model: Any, args: tuple, kwargs: dict,
 
     program = torch.export.draft_export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
     report = getattr(program, "_report", None)
-    del program
     if report is None:
         return [], {}
-    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {})
+    # A failure of an op (a missing fake kernel) comes without a stack: its calls in the program have one.
+    calls: dict[str, list[str]] = {}
+    for node in program.graph.nodes:
+        if node.op == "call_function" and node.meta.get("stack_trace"):
+            calls.setdefault(str(node.target), []).append(node.meta["stack_trace"])
+    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {},
+                             calls.get(str((failure.data or {}).get("op")), []))
                 for failure in report.failures]
     return failures, {number: name for name, number in INTERN_TABLE.items()}
 
@@ -787,6 +801,7 @@ PIECES = (
     "torch._subclasses.fake_impls.op_implementations_dict",
     "torch._subclasses.fake_impls._deregister_op_impl",
     "torch._subclasses.fake_tensor.is_fake",
+    "torch._subclasses.fake_tensor.UnsupportedOperatorException",
     "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode",
     "torch.fx.experimental._config.backed_size_oblivious",
     "torch._logging.structured.INTERN_TABLE",
@@ -811,7 +826,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "is_data_dependent_guard", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
