@@ -100,10 +100,12 @@ class Conflict:
         return f"{self.describe()} is declared {self.declared}, but {subject} {self.code_does}"
 
     def related(self, job: Job) -> list[Related]:
+        """The call chain, innermost first (the library line that did it leads when no line of
+        the workspace is on it), then the declaration."""
         declared = job.shapes_location
         factory = ([Related(file=declared.file, line=declared.line, column=declared.column,
                             message=f"{self.describe()} is declared dynamic here")] if declared else [])
-        return factory + self.place.related
+        return self.place.related + factory
 
     def finding(self, job: Job, severity: str, message: str) -> Finding:
         return Finding(code="torch-export", severity=severity, stage="capture", location=self.place.location,
