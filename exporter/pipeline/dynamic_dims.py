@@ -122,7 +122,7 @@ def check_dynamic_dims(job: Job) -> None:
         return
     # A size fixed by a guard may still show as a symbol in the program's inputs (Dim.AUTO):
     # what capture recorded decides first.
-    found = [conflict for conflict in conflicts(job) if conflict.place.location is not None]
+    found = [conflict for conflict in conflicts(job, went_on=True) if conflict.place.location is not None]
     if found:
         job.result.findings.extend(conflict.finding(job, "warning", f"{conflict.statement()}: {conflict.consequence}")
                                    for conflict in found)
@@ -153,7 +153,7 @@ def relocate_refusal(findings: list[Finding], job: Job) -> list[Finding]:
     """A capture failure that is torch refusing the dynamic shapes the code contradicts
     (`Dim.DYNAMIC`, string dims, a range it cannot fix), moved from the model's definition to
     the line of each size it names."""
-    found = [conflict for conflict in conflicts(job) if conflict.place.location is not None]
+    found = [conflict for conflict in conflicts(job, went_on=False) if conflict.place.location is not None]
     if not found:
         return findings
     moved = []
@@ -219,9 +219,13 @@ class _Declared:
     dim: Any  # internals.DeclaredDim
 
 
-def conflicts(job: Job) -> list[Conflict]:
+def conflicts(job: Job, *, went_on: bool) -> list[Conflict]:
     """Every declared size the code contradicted, each on the line that did it, in the order
-    torch learnt the facts (first fixed size per input size; else the range or the tie)."""
+    torch learnt the facts (first fixed size per input size; else the range or the tie).
+
+    A named Dim's range or tie counts when torch said so: when the export `went_on`, a suggested
+    fix of torch's for it was applied (torch narrows a named Dim in no other way); else its error
+    names the size (relocate_refusal). A hint's bounds are narrowed silently: the facts decide."""
     recorded = job.shape_facts
     if recorded is None:
         return []
@@ -244,12 +248,16 @@ def conflicts(job: Job) -> list[Conflict]:
             found.append(_conflict(job, facts, fixed, size, declared, f"fixes it to {fixed.value}",
                                    f"torch.export specialized it, and the ONNX model only accepts {fixed.value} there"))
             continue
-        found.extend(_narrowed(job, facts, size, size_facts, declared, fixes))
+        confirmed = not went_on or declared.dim.name is None or bool(_suggested_fix(fixes, declared.name))
+        if confirmed:
+            found.extend(_narrowed(job, facts, size, size_facts, declared, fixes))
         for fact in size_facts:
             tie = _tie(job, size, declared, fact, tied_pairs)
             if tie is not None:
                 other, other_declared = tie
                 fix = _suggested_fix(fixes, declared.name) or _suggested_fix(fixes, other_declared.name)
+                if went_on and not fix:
+                    continue
                 relation = _relation(size, fact)
                 found.append(_conflict(
                     job, facts, fact, size, declared, f"ties it to {other.describe()}"
