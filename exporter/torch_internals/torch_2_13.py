@@ -116,6 +116,8 @@ def shape_facts_recorded() -> Iterator[ShapeFacts]:
     from torch.fx.experimental import symbolic_shapes
 
     recorded = ShapeFacts()
+    # The frames above the block (its caller's and theirs) are no part of any fact's story.
+    outside = len(traceback.extract_stack()) - 2  # without contextlib's __enter__ and this frame
     shape_env = symbolic_shapes.ShapeEnv
     stock_replacement = shape_env.__dict__.get("_set_replacement")
     stock_range = shape_env.__dict__.get("_update_var_to_range")
@@ -129,7 +131,7 @@ def shape_facts_recorded() -> Iterator[ShapeFacts]:
         named = sources(env, symbol)
         if not named:  # torch's own symbols (unbacked sizes, intermediate values): no input
             return
-        python = traceback.extract_stack()[:-2]  # without this hook's frames
+        python = traceback.extract_stack()[outside:-2]  # from the block's caller, without this hook's frames
         traced = list(TracingContext.extract_stack())
         recorded.facts.append(SizeFact(named, python + traced, len(python), **known))
 
