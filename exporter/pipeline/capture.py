@@ -233,12 +233,13 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
 def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
     """The call chain of the failure, outermost first, from the best source available."""
     for item in exception_chain(error):
-        # dynamo knows the user's stack when tracing (strict mode).
+        # dynamo knows the user's stack when tracing (strict mode; a torch.cond / loop body in
+        # non-strict mode, whose callers up to the op's call are Python's own).
         real_stack = getattr(item, "real_stack", None)
         if real_stack:
             frames = from_traceback(real_stack)
             if any(is_user_code(f.file, workspace) for f in frames):
-                return frames
+                return _python_callers(error, frames, workspace) + frames
         summary = getattr(item, "innermost_user_frame_summary", None)
         if summary is not None and is_user_code(getattr(summary, "filename", None), workspace):
             return from_traceback([summary])
@@ -256,6 +257,17 @@ def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
         frames = from_traceback(item)
         if any(classify(f.file, workspace) is Origin.LIBRARY for f in frames):
             return frames
+    return []
+
+
+def _python_callers(error: BaseException, traced: list[Frame], workspace: Workspace) -> list[Frame]:
+    """The frames of the model's code that Python ran around what dynamo traced (in non-strict
+    capture, the calls down to a higher-order op whose body dynamo traced); none in strict."""
+    seen = {(frame.file, frame.line) for frame in traced}
+    for item in exception_chain(error):
+        frames = from_traceback(item)
+        if any(classify(frame.file, workspace) is not Origin.INTERNAL for frame in frames):
+            return [frame for frame in frames if (frame.file, frame.line) not in seen]
     return []
 
 

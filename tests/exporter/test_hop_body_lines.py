@@ -5,7 +5,8 @@ an output that is an input or a view of one, an input changed in place. The erro
 of the body; stock's traceback ends at the op's call. The finding goes on the body's node at
 fault (the view, the in-place call), else on the body's `return`, the op's call related. A size
 fixed inside a body is fixed in the body's own shape environment, and the input's size only when
-the body's guards are checked at the call: the warning goes on the body's line too.
+the body's guards are checked at the call: the warning goes on the body's line too. A body's
+data-dependent branch, which dynamo names, gets the op's call (Python's frame) related.
 
 The branches are transcribed from torch's own suites (test/functorch/test_control_flow.py), each
 named in its test, with a tensor predicate so that torch.cond traces both branches.
@@ -65,6 +66,16 @@ MODELS = '''
         def forward(self, xs):
             def body(carry, x):
                 return carry, x
+
+            return scan(body, torch.zeros(5), xs)
+
+
+    class ScanBranchesOnData(nn.Module):
+        def forward(self, xs):
+            def body(carry, x):
+                if x.sum() > 0:
+                    return carry + x, x * 2
+                return carry - x, x * 3
 
             return scan(body, torch.zeros(5), xs)
 
@@ -136,6 +147,16 @@ def test_a_scan_body_carrying_its_input_is_an_error_on_the_return(tmp_path):
     finding = _only_capture_error(result)
     assert finding.location.line == line_of(path, "return carry, x")
     assert "in `body`, a body of the higher-order op `scan`" in finding.message
+
+
+def test_a_data_dependent_branch_in_a_scan_body_is_on_its_line_with_the_call_related(tmp_path):
+    """dynamo names the body's line; the op's call, which Python ran (non-strict capture), is
+    related. Written here: no library body branches on its data."""
+    path, result = _run(tmp_path, "ScanBranchesOnData")
+    findings = [f for f in result.findings if f.code == "torch-export"]
+    assert result.status == "failed" and findings
+    assert findings[0].location.line == line_of(path, "if x.sum() > 0:")
+    assert line_of(path, "return scan(body, torch.zeros(5), xs)", 2) in [r.line for r in findings[0].related]
 
 
 def test_a_size_a_branch_fixes_is_a_warning_on_the_branch_line(tmp_path):
