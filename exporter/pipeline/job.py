@@ -56,7 +56,7 @@ class Job:
     raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes
     need_axis_mapping: bool = False
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
-    specializations: list[Any] = field(default_factory=list)  # sizes capture fixed (internals.Specialization)
+    shape_facts: Any = None  # what capture learnt about the input sizes, with stacks (internals.ShapeFacts)
     stored_tensors: list[Any] = field(default_factory=list)  # trace values stored in module state (internals.StoredTensor)
     weights_free: WeightsFree | None = None  # the model's weights have no data (weights.py)
     # capture
