@@ -170,11 +170,17 @@ def relocate_refusal(findings: list[Finding], job: Job) -> list[Finding]:
         for conflict in mine:
             torch_says = next((line for line in lines if conflict.size in InputSize.named_in(line)),
                               next((line for line in lines if any(m in line for m in _REFUSALS)), lines[0]))
+            raised = _RAISED.search(finding.message)  # torch's exception class, which the user may search for
+            if raised and not torch_says.startswith(raised.group(1)):
+                torch_says = f"{raised.group(1)}: {torch_says}"
             moved.append(conflict.finding(job, finding.severity,
                                           f"{conflict.statement()}, so torch.export refused the declaration "
                                           f"(torch: {torch_says})"))
     return moved
 
+
+# "torch.export (non-strict) failed: ValueError: ...": the class of the exception torch raised.
+_RAISED = re.compile(r"failed: ([A-Za-z_][\w.]*(?:Error|Exception|Violation)): ")
 
 # How torch.export says it refused the dynamic shapes.
 _REFUSALS = ("inferred a static shape", "specialized", "Constraints violated", "conflicts between user-specified ranges",
