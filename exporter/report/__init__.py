@@ -104,6 +104,8 @@ def _header(spec: TargetSpec, result: ExportResult) -> str:
         f"- ONNX file: `{_display_path(result.onnx, spec.root)}`" if result.onnx
         else "- ONNX file: none written by this export",
     ]
+    if result.onnx_data:
+        lines.append(f"- Its weights: `{_display_path(result.onnx_data, spec.root)}`")
     if result.graph_onnx:
         lines.append(f"- Graph-only ONNX file (no weights): `{_display_path(result.graph_onnx, spec.root)}`")
     if result.exported_program:
