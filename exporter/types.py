@@ -245,6 +245,7 @@ class ExportResult(Plain):
     model_location: Location | None = None  # where the model callable is defined
     shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
     written: list[WrittenFile] = field(default_factory=list)  # the model's files as the save wrote them
+    export_id: str = ""  # this export's own id, also written in its report (which must describe it)
     cached: bool = False  # set by the server when the result came from the cache
 
     def to_dict(self) -> dict[str, Any]:

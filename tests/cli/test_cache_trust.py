@@ -1,0 +1,132 @@
+"""`onnxlens check` cannot be made to pass by what is on disk (issue 19): the real CLI process,
+real exports, a cache key of its own per "user" (XDG_CACHE_HOME).
+
+* A broken model's cache entry given the last good result (what made `check` exit 0 on a
+  broken model): ignored, the model is exported again, exit status 1.
+* A cache written with another user's key (a committed cache, one restored in CI): ignored
+  unless `--trust-cache`.
+* The last good model in a shared output directory swapped by another user (a real other uid,
+  `nobody`, where this test runs as root): found, exported again, the model rewritten.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from onnxlens.exporter.onnx_pair import named_data_file
+from tests.support.workspace import write
+
+CLI = [sys.executable, "-m", "onnxlens.server.cli"]
+
+CONFIG = '''[tool.onnxlens]
+verify = false
+
+[[tool.onnxlens.target]]
+name = "net"
+model = "net.py:Net"
+inputs = "net.py:inputs"
+'''
+
+NET = '''import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(32, 16)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+
+def inputs():
+    return (torch.randn(2, 32),)
+'''
+BROKEN = NET.replace("torch.relu(self.linear(x))", "torch.special.zeta(self.linear(x), 2.0)")
+
+
+@pytest.fixture
+def workspace():
+    """Under a directory every user may enter (pytest's own are root's only): the other user of
+    the swap test must reach the shared output directory."""
+    root = Path(tempfile.mkdtemp(prefix="onnxlens-shared-"))
+    root.chmod(0o755)
+    write(root / "pyproject.toml", CONFIG)
+    write(root / "net.py", NET)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def check(root: Path, user_cache: Path, *options: str) -> tuple[int, dict, str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(user_cache)}
+    process = subprocess.run([*CLI, "check", str(root), "--format", "json", *options], env=env,
+                             capture_output=True, text=True, timeout=600)
+    [target] = json.loads(process.stdout)["targets"]
+    return process.returncode, target, process.stderr
+
+
+def test_a_broken_models_entry_given_the_last_good_result_does_not_pass(workspace, tmp_path):
+    user = tmp_path / "user"
+    status, good, _ = check(workspace, user)
+    assert status == 0 and good["status"] == "ok" and not good["cached"]
+    entry_path = workspace / ".onnxlens" / "cache" / "net.msgpack"
+    good_result = msgpack.unpackb(msgpack.unpackb(entry_path.read_bytes())["payload"])["result"]
+
+    write(workspace / "net.py", BROKEN)
+    status, broken, _ = check(workspace, user)
+    assert status == 1 and broken["status"] == "failed"
+    entry = msgpack.unpackb(entry_path.read_bytes())
+    payload = msgpack.unpackb(entry["payload"])
+    payload["result"] = good_result  # the key still matches the broken files
+    entry["payload"] = msgpack.packb(payload, use_bin_type=True)
+    entry_path.write_bytes(msgpack.packb(entry, use_bin_type=True))
+
+    status, target, _ = check(workspace, user)
+    assert status == 1, "a forged pass"
+    assert target["status"] == "failed" and target["cached"] is False  # exported again
+    assert [d["code"] for d in target["diagnostics"]] == [d["code"] for d in broken["diagnostics"]]
+
+
+def test_another_users_cache_is_ignored_unless_trusted(workspace, tmp_path):
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    assert check(workspace, theirs)[1]["cached"] is False
+    assert check(workspace, theirs)[1]["cached"] is True
+    status, trusted, _ = check(workspace, mine, "--trust-cache")
+    assert status == 0 and trusted["cached"] is True
+    status, own, _ = check(workspace, mine)
+    assert status == 0 and own["cached"] is False
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (nobody)")
+def test_a_model_swapped_by_another_user_is_found_and_exported_again(workspace, tmp_path):
+    user = tmp_path / "user"
+    output = workspace / ".onnxlens"
+    output.mkdir(mode=0o777)
+    output.chmod(0o777)  # a shared output directory: group or world writable, no sticky bit
+    status, first, _ = check(workspace, user)
+    assert status == 0
+    onnx = workspace / first["onnx"]
+    ours = onnx.read_bytes()
+    theirs = ours.replace(b"linear", b"LINEAR")
+    swap = ("import os, sys; open(sys.argv[1] + '.theirs', 'wb').write(bytes.fromhex(sys.argv[2])); "
+            "os.replace(sys.argv[1] + '.theirs', sys.argv[1])")
+    # The system's Python: the other user cannot enter this checkout's virtual environment.
+    python = shutil.which("python3", path="/usr/bin:/bin") or pytest.skip("no /usr/bin/python3 for the other user")
+    subprocess.run([python, "-c", swap, str(onnx), theirs.hex()], user="nobody", group="nogroup",
+                   check=True, capture_output=True)
+    assert onnx.stat().st_uid != 0 and onnx.read_bytes() == theirs
+
+    status, again, stderr = check(workspace, user)
+    assert status == 0 and again["cached"] is False
+    assert f"{onnx} changed since onnxlens wrote it (its content changed)" in stderr
+    # Written again by this user (the model's random init gives new weights, so not `ours` byte for byte).
+    assert onnx.read_bytes() != theirs and onnx.stat().st_uid == 0 and named_data_file(onnx).is_file()
