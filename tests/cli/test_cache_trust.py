@@ -23,36 +23,10 @@ import msgpack
 import pytest
 
 from onnxlens.exporter.onnx_pair import named_data_file
+from tests.support.net_workspace import BROKEN, write_workspace
 from tests.support.workspace import write
 
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
-
-CONFIG = '''[tool.onnxlens]
-verify = false
-
-[[tool.onnxlens.target]]
-name = "net"
-model = "net.py:Net"
-inputs = "net.py:inputs"
-'''
-
-NET = '''import torch
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(32, 16)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def inputs():
-    return (torch.randn(2, 32),)
-'''
-BROKEN = NET.replace("torch.relu(self.linear(x))", "torch.special.zeta(self.linear(x), 2.0)")
-
 
 @pytest.fixture
 def workspace():
@@ -60,8 +34,7 @@ def workspace():
     the swap test must reach the shared output directory."""
     root = Path(tempfile.mkdtemp(prefix="onnxlens-shared-"))
     root.chmod(0o755)
-    write(root / "pyproject.toml", CONFIG)
-    write(root / "net.py", NET)
+    write_workspace(root)
     yield root
     shutil.rmtree(root, ignore_errors=True)
 

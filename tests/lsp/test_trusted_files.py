@@ -26,36 +26,10 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from tests.support.lsp import Client
+from tests.support.net_workspace import BROKEN, NET, write_workspace
 from tests.support.workspace import write
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-CONFIG = '''[tool.onnxlens]
-verify = false
-
-[[tool.onnxlens.target]]
-name = "net"
-model = "net.py:Net"
-inputs = "net.py:inputs"
-'''
-
-NET = '''import torch
-
-
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(32, 16)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def inputs():
-    return (torch.randn(2, 32),)
-'''
-BROKEN = NET.replace("torch.relu(self.linear(x))", "torch.special.zeta(self.linear(x), 2.0)")
-
 
 def _check(root: Path, env: dict[str, str]) -> None:
     subprocess.run([sys.executable, "-m", "onnxlens.server.cli", "check", str(root)], env=env,
@@ -66,8 +40,7 @@ def _check(root: Path, env: dict[str, str]) -> None:
 async def client(tmp_path_factory):
     root = tmp_path_factory.mktemp("trusted")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-cache"))}
-    write(root / "pyproject.toml", CONFIG)
-    write(root / "net.py", NET)
+    write_workspace(root)
     _check(root, env)
     entry_path = root / ".onnxlens" / "cache" / "net.msgpack"
     good_result = msgpack.unpackb(msgpack.unpackb(entry_path.read_bytes())["payload"])["result"]

@@ -25,29 +25,10 @@ from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.cache import ResultCache, cache_file
 from onnxlens.server.exports import ExportService
 from onnxlens.server.user_key import KEY_BYTES, key_path
+from tests.support.net_workspace import BROKEN, NET
 from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-WIDE = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(32, 16)  # 2 KB of weights: a data file beside the .onnx
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def inputs():
-    return (torch.randn(2, 32),)
-'''
-
-BROKEN = WIDE.replace("return torch.relu(self.linear(x))", "return torch.special.zeta(self.linear(x), 2.0)")
-
 
 @pytest.fixture(autouse=True)
 def private_key_dir(tmp_path_factory, monkeypatch):
@@ -69,8 +50,8 @@ def _rewrite(spec, entry: dict, payload: dict, *, key: bytes | None) -> None:
 
 
 async def _stored(service, root: Path, source: str, *, ok: bool):
-    write_model(root, "model.py", source)
-    spec = spec_for(root, "model.py")
+    write_model(root, "net.py", source)
+    spec = spec_for(root, "net.py", model="build")
     result = await service.export(spec)
     assert (result.status == "ok") is ok, result.findings
     # Stored as a service does after a job, signed with this test's key (the module's worker
@@ -81,7 +62,7 @@ async def _stored(service, root: Path, source: str, *, ok: bool):
 
 
 async def test_the_key_is_private_and_outside_the_workspace(service, tmp_path):
-    spec, _ = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, _ = await _stored(service, tmp_path, NET, ok=True)
     key = key_path()
     assert key.is_file() and not key.is_relative_to(tmp_path)
     assert stat.S_IMODE(key.stat().st_mode) == 0o600 and stat.S_IMODE(key.parent.stat().st_mode) == 0o700
@@ -91,7 +72,7 @@ async def test_the_key_is_private_and_outside_the_workspace(service, tmp_path):
 async def test_a_failed_export_edited_into_a_pass_is_not_trusted(service, tmp_path, caplog):
     """Issue 19's forgery: the entry of a broken model (its key matches the files as they are)
     given the result of the last good export, whose model is still on disk and intact."""
-    good_spec, _ = await _stored(service, tmp_path, WIDE, ok=True)
+    good_spec, _ = await _stored(service, tmp_path, NET, ok=True)
     _, good = _entry(good_spec)
     spec, _ = await _stored(service, tmp_path, BROKEN, ok=False)
     entry, payload = _entry(spec)
@@ -108,7 +89,7 @@ async def test_a_failed_export_edited_into_a_pass_is_not_trusted(service, tmp_pa
 
 async def test_an_entry_signed_with_another_key_is_ignored_unless_trusted(service, tmp_path):
     """Another user's, or a CI run's restored cache: honest, but not this user's own."""
-    spec, exported = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, exported = await _stored(service, tmp_path, NET, ok=True)
     entry, payload = _entry(spec)
     _rewrite(spec, entry, payload, key=os.urandom(KEY_BYTES))
 
@@ -118,7 +99,7 @@ async def test_an_entry_signed_with_another_key_is_ignored_unless_trusted(servic
 
 
 async def test_a_swapped_onnx_is_not_the_cached_result(service, tmp_path, caplog):
-    spec, exported = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, exported = await _stored(service, tmp_path, NET, ok=True)
     onnx = Path(exported.onnx)
     swapped = onnx.with_name("swapped.tmp")
     swapped.write_bytes(onnx.read_bytes().replace(b"linear", b"LINEAR"))  # another model's bytes
@@ -131,7 +112,7 @@ async def test_a_swapped_onnx_is_not_the_cached_result(service, tmp_path, caplog
 
 
 async def test_weights_rewritten_in_place_with_the_old_mtime_are_found(service, tmp_path):
-    spec, exported = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, exported = await _stored(service, tmp_path, NET, ok=True)
     data = named_data_file(exported.onnx)
     assert str(data) == exported.onnx_data
     before = data.stat()
@@ -145,7 +126,7 @@ async def test_weights_rewritten_in_place_with_the_old_mtime_are_found(service, 
 
 async def test_an_identical_copy_of_the_files_is_still_a_hit(service, tmp_path):
     """A restore (another inode, the same bytes): the digest decides, not the inode."""
-    spec, exported = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, exported = await _stored(service, tmp_path, NET, ok=True)
     for path in (Path(exported.onnx), Path(exported.onnx_data)):
         copy = path.with_name(path.name + ".copy")
         shutil.copy2(path, copy)
@@ -156,7 +137,7 @@ async def test_an_identical_copy_of_the_files_is_still_a_hit(service, tmp_path):
 
 
 async def test_a_key_others_can_read_turns_the_cache_off(service, tmp_path, caplog):
-    spec, _ = await _stored(service, tmp_path, WIDE, ok=True)
+    spec, _ = await _stored(service, tmp_path, NET, ok=True)
     key_path().chmod(0o644)
 
     with caplog.at_level(logging.WARNING, logger="onnxlens.cache"):
