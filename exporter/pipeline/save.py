@@ -119,11 +119,18 @@ def save_onnx(onnx_program: Any, destination: str) -> SavedModel:
                 graph_fd = _open(staged, os.O_RDWR | os.O_TRUNC, descriptors)
                 _write_all(graph_fd, model.SerializeToString())
                 # The new weights beside the old pair; nothing names them yet.
+                placed = not os.path.exists(data)  # else: the old pair's, the same bytes
                 os.replace(staged_data, data)
             else:
                 graph_fd = _open(staged, os.O_RDONLY, descriptors)
             graph_sha256 = written.sha256_of_fd(graph_fd)
-            os.replace(staged, destination)  # the commit
+            try:
+                os.replace(staged, destination)  # the commit
+            except OSError:
+                if data is not None and placed:  # weights no graph will name
+                    with contextlib.suppress(OSError):
+                        os.remove(data)
+                raise
             files = [written.recorded(destination, graph_fd, graph_sha256)]
             if data is not None:
                 files.append(written.recorded(data, data_fd, data_sha256))

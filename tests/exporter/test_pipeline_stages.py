@@ -245,3 +245,17 @@ def test_sys_exit_in_forward_is_a_finding_on_its_line(workspace):
     finding = result.findings[0]
     assert finding.location.line == line_of(workspace / "exits.py", "sys.exit(3)")
     assert "SystemExit" in finding.message and "your code raised" in finding.message
+
+
+def test_a_model_file_outside_the_workspace_is_named_as_such_not_a_missing_module(workspace, tmp_path_factory):
+    """The worker's own check (the config's is in tests/cli/test_outside_workspace.py): a spec
+    whose model file resolves outside the root — here a link made after the config was read."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write(elsewhere, "model.py", MODEL)
+    (workspace / "linked.py").symlink_to(elsewhere / "model.py")
+    result = shared_pipeline().run(spec_for(workspace, "linked", "linked.py:build", "linked.py:inputs"))
+    [finding] = result.findings
+    assert finding.code == "import"
+    assert finding.message.startswith(f"the model reference: linked.py is outside the workspace {workspace.resolve()} "
+                                      f"(it resolves to {(elsewhere / 'model.py').resolve()})")
+    assert "ModuleNotFoundError" not in finding.message
