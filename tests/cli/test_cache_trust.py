@@ -11,22 +11,19 @@ real exports, a cache key of its own per "user" (XDG_CACHE_HOME).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-import msgpack
 import pytest
 
 from onnxlens.exporter.onnx_pair import named_data_file
-from tests.support.net_workspace import BROKEN, write_workspace
+from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, cache_entry, check_json, rewrite_cache_entry,
+                                         write_workspace)
 from tests.support.workspace import write
 
-CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 
 @pytest.fixture
 def workspace():
@@ -39,44 +36,34 @@ def workspace():
     shutil.rmtree(root, ignore_errors=True)
 
 
-def check(root: Path, user_cache: Path, *options: str) -> tuple[int, dict, str]:
-    env = {**os.environ, "XDG_CACHE_HOME": str(user_cache)}
-    process = subprocess.run([*CLI, "check", str(root), "--format", "json", *options], env=env,
-                             capture_output=True, text=True, timeout=600)
-    [target] = json.loads(process.stdout)["targets"]
-    return process.returncode, target, process.stderr
-
-
 def test_a_broken_models_entry_given_the_last_good_result_does_not_pass(workspace, tmp_path):
     user = tmp_path / "user"
-    status, good, _ = check(workspace, user)
-    assert status == 0 and good["status"] == "ok" and not good["cached"]
-    entry_path = workspace / ".onnxlens" / "cache" / "net.msgpack"
-    good_result = msgpack.unpackb(msgpack.unpackb(entry_path.read_bytes())["payload"])["result"]
+    good = check_json(workspace, user)
+    assert good.status == 0 and good.target["status"] == "ok" and not good.target["cached"]
+    entry_path = workspace / CACHE_ENTRY
+    good_result = cache_entry(entry_path)[1]["result"]
 
     write(workspace / "net.py", BROKEN)
-    status, broken, _ = check(workspace, user)
-    assert status == 1 and broken["status"] == "failed"
-    entry = msgpack.unpackb(entry_path.read_bytes())
-    payload = msgpack.unpackb(entry["payload"])
+    broken = check_json(workspace, user)
+    assert broken.status == 1 and broken.target["status"] == "failed"
+    entry, payload = cache_entry(entry_path)
     payload["result"] = good_result  # the key still matches the broken files
-    entry["payload"] = msgpack.packb(payload, use_bin_type=True)
-    entry_path.write_bytes(msgpack.packb(entry, use_bin_type=True))
+    rewrite_cache_entry(entry_path, entry, payload)
 
-    status, target, _ = check(workspace, user)
-    assert status == 1, "a forged pass"
-    assert target["status"] == "failed" and target["cached"] is False  # exported again
-    assert [d["code"] for d in target["diagnostics"]] == [d["code"] for d in broken["diagnostics"]]
+    run = check_json(workspace, user)
+    assert run.status == 1, "a forged pass"
+    assert run.target["status"] == "failed" and run.target["cached"] is False  # exported again
+    assert [d["code"] for d in run.target["diagnostics"]] == [d["code"] for d in broken.target["diagnostics"]]
 
 
 def test_another_users_cache_is_ignored_unless_trusted(workspace, tmp_path):
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
-    assert check(workspace, theirs)[1]["cached"] is False
-    assert check(workspace, theirs)[1]["cached"] is True
-    status, trusted, _ = check(workspace, mine, "--trust-cache")
-    assert status == 0 and trusted["cached"] is True
-    status, own, _ = check(workspace, mine)
-    assert status == 0 and own["cached"] is False
+    assert check_json(workspace, theirs).target["cached"] is False
+    assert check_json(workspace, theirs).target["cached"] is True
+    trusted = check_json(workspace, mine, "--trust-cache")
+    assert trusted.status == 0 and trusted.target["cached"] is True
+    own = check_json(workspace, mine)
+    assert own.status == 0 and own.target["cached"] is False
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user (nobody)")
@@ -85,9 +72,9 @@ def test_a_model_swapped_by_another_user_is_found_and_exported_again(workspace, 
     output = workspace / ".onnxlens"
     output.mkdir(mode=0o777)
     output.chmod(0o777)  # a shared output directory: group or world writable, no sticky bit
-    status, first, _ = check(workspace, user)
-    assert status == 0
-    onnx = workspace / first["onnx"]
+    first = check_json(workspace, user)
+    assert first.status == 0
+    onnx = workspace / first.target["onnx"]
     ours = onnx.read_bytes()
     theirs = ours.replace(b"linear", b"LINEAR")
     swap = ("import os, sys; open(sys.argv[1] + '.theirs', 'wb').write(bytes.fromhex(sys.argv[2])); "
@@ -98,8 +85,8 @@ def test_a_model_swapped_by_another_user_is_found_and_exported_again(workspace, 
                    check=True, capture_output=True)
     assert onnx.stat().st_uid != 0 and onnx.read_bytes() == theirs
 
-    status, again, stderr = check(workspace, user)
-    assert status == 0 and again["cached"] is False
-    assert f"{onnx} changed since onnxlens wrote it (its content changed)" in stderr
+    again = check_json(workspace, user)
+    assert again.status == 0 and again.target["cached"] is False
+    assert f"{onnx} changed since onnxlens wrote it (its content changed)" in again.stderr
     # Written again by this user (the model's random init gives new weights, so not `ours` byte for byte).
     assert onnx.read_bytes() != theirs and onnx.stat().st_uid == 0 and named_data_file(onnx).is_file()

@@ -7,25 +7,13 @@ breaks the model, where a cache keyed on the imported files only passed on the s
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 
-from tests.support.net_workspace import READS_JSON, write_workspace
+from tests.support.net_workspace import READS_JSON, check_json, write_workspace
 from tests.support.workspace import line_of, write
-
-CLI = [sys.executable, "-m", "onnxlens.server.cli"]
-
-def check(root: Path, user_cache: Path) -> tuple[int, dict]:
-    process = subprocess.run([*CLI, "check", str(root), "--format", "json"], capture_output=True, text=True,
-                             timeout=600, env={**os.environ, "XDG_CACHE_HOME": str(user_cache)})
-    [target] = json.loads(process.stdout)["targets"]
-    return process.returncode, target
 
 
 def width(root: Path, target: dict) -> int:
@@ -41,23 +29,23 @@ def workspace(tmp_path) -> Path:
 
 
 def test_an_edit_to_a_file_the_factory_reads_exports_again(workspace, tmp_path):
-    status, first = check(workspace, tmp_path / "cache")
-    assert status == 0 and not first["cached"] and width(workspace, first) == 16
-    assert check(workspace, tmp_path / "cache")[1]["cached"] is True
+    first = check_json(workspace, tmp_path / "cache")
+    assert first.status == 0 and not first.target["cached"] and width(workspace, first.target) == 16
+    assert check_json(workspace, tmp_path / "cache").target["cached"] is True
 
     write(workspace / "config" / "sizes.json", '{"hidden": 24}')
-    status, second = check(workspace, tmp_path / "cache")
-    assert status == 0 and second["cached"] is False
-    assert width(workspace, second) == 24
+    second = check_json(workspace, tmp_path / "cache")
+    assert second.status == 0 and second.target["cached"] is False
+    assert width(workspace, second.target) == 24
 
 
 def test_an_edit_to_a_file_forward_reads_that_breaks_the_model_fails_check(workspace, tmp_path):
-    status, first = check(workspace, tmp_path / "cache")
-    assert status == 0 and first["status"] == "ok"
+    first = check_json(workspace, tmp_path / "cache")
+    assert first.status == 0 and first.target["status"] == "ok"
 
     write(workspace / "activation.json", '{"activation": "zeta"}')
-    status, second = check(workspace, tmp_path / "cache")
-    assert status == 1 and second["cached"] is False
-    [problem] = second["diagnostics"]
+    second = check_json(workspace, tmp_path / "cache")
+    assert second.status == 1 and second.target["cached"] is False
+    [problem] = second.target["diagnostics"]
     assert problem["code"] == "unsupported-op"
     assert problem["line"] == line_of(workspace / "net.py", "# activation line")

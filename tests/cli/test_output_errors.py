@@ -12,26 +12,15 @@ EACCES.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.net_workspace import CONFIG, write_workspace
+from tests.support.net_workspace import CONFIG, check_json, write_workspace
 from tests.support.workspace import line_of, write
-
-CLI = [sys.executable, "-m", "onnxlens.server.cli"]
-
-
-def check(root: Path) -> tuple[int, dict]:
-    process = subprocess.run([*CLI, "check", str(root), "--format", "json"], capture_output=True, text=True,
-                             timeout=600, env={**os.environ, "XDG_CACHE_HOME": str(root / ".user-cache")})
-    [target] = json.loads(process.stdout)["targets"]
-    return process.returncode, target
 
 
 def the_output_finding(root: Path, target: dict) -> dict:
@@ -50,9 +39,9 @@ def test_an_output_path_that_is_a_directory(tmp_path):
     (root / "out" / "net.onnx").mkdir(parents=True)
     (root / "out" / "net.onnx" / "kept.txt").write_text("mine")
 
-    status, target = check(root)
-    assert status == 1 and target["status"] == "failed" and target["onnx"] is None
-    finding = the_output_finding(root, target)
+    run = check_json(root, root.parent / "user-cache")
+    assert run.status == 1 and run.target["status"] == "failed" and run.target["onnx"] is None
+    finding = the_output_finding(root, run.target)
     assert f"cannot write {root / 'out' / 'net.onnx'}: Is a directory (EISDIR)" in finding["message"]
     assert "that path is a directory: set the target's `output` to a file path" in finding["message"]
     # Nothing was left beside it: not the staging directory, not the weights no graph names.
@@ -84,8 +73,8 @@ def refusing_output(tmp_path):
 
 def test_an_output_directory_that_refuses_writes(refusing_output):
     root, error = refusing_output
-    status, target = check(root)
-    assert status == 1 and target["status"] == "failed"
-    finding = the_output_finding(root, target)
+    run = check_json(root, root.parent / "user-cache")
+    assert run.status == 1 and run.target["status"] == "failed"
+    finding = the_output_finding(root, run.target)
     assert f"cannot write {root / '.onnxlens' / 'net.onnx'}: {error}" in finding["message"]
     assert "fix the permissions, or set `output-dir`" in finding["message"]

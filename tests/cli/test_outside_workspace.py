@@ -6,24 +6,12 @@ and nothing is written outside; `allow-output-outside-workspace = true` lets out
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.net_workspace import CONFIG, write_workspace
+from tests.support.net_workspace import CONFIG, check_json, write_workspace
 from tests.support.workspace import line_of, write
-
-CLI = [sys.executable, "-m", "onnxlens.server.cli"]
-
-
-def check(root: Path) -> tuple[int, dict]:
-    process = subprocess.run([*CLI, "check", str(root), "--format", "json"], capture_output=True, text=True,
-                             timeout=600, env={**os.environ, "XDG_CACHE_HOME": str(root.parent / "user-cache")})
-    return process.returncode, json.loads(process.stdout)
 
 
 @pytest.fixture
@@ -40,6 +28,11 @@ def configured(root: Path, *, global_lines: str = "", target_lines: str = "") ->
     text = CONFIG.replace("[tool.onnxlens]\n", "[tool.onnxlens]\n" + global_lines)
     write(config, text.replace('name = "net"\n', 'name = "net"\n' + target_lines))
     return config
+
+
+def check(root: Path) -> tuple[int, dict]:
+    run = check_json(root, root.parent / "user-cache")
+    return run.status, run.data
 
 
 def the_config_error(data: dict, config: Path, line_text: str) -> str:

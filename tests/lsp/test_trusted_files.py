@@ -13,47 +13,35 @@ VS Code-capable client, a cache key of its own (XDG_CACHE_HOME).
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-import msgpack
 import pytest
 import pytest_asyncio
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 
 from tests.support.lsp import Client
-from tests.support.net_workspace import BROKEN, NET, write_workspace
+from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, NET, cache_entry, check_json, rewrite_cache_entry,
+                                         write_workspace)
 from tests.support.workspace import write
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-def _check(root: Path, env: dict[str, str]) -> None:
-    subprocess.run([sys.executable, "-m", "onnxlens.server.cli", "check", str(root)], env=env,
-                   capture_output=True, timeout=600)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
     root = tmp_path_factory.mktemp("trusted")
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path_factory.mktemp("xdg-cache"))}
+    user_cache = tmp_path_factory.mktemp("xdg-cache")
     write_workspace(root)
-    _check(root, env)
-    entry_path = root / ".onnxlens" / "cache" / "net.msgpack"
-    good_result = msgpack.unpackb(msgpack.unpackb(entry_path.read_bytes())["payload"])["result"]
+    check_json(root, user_cache)
+    good_result = cache_entry(root / CACHE_ENTRY)[1]["result"]
     write(root / "net.py", BROKEN)
-    _check(root, env)
-    entry = msgpack.unpackb(entry_path.read_bytes())
-    payload = msgpack.unpackb(entry["payload"])
-    assert payload["result"]["status"] == "failed"
-    payload["result"] = good_result
-    entry["payload"] = msgpack.packb(payload, use_bin_type=True)
-    entry_path.write_bytes(msgpack.packb(entry, use_bin_type=True))
+    assert check_json(root, user_cache).target["status"] == "failed"
+    entry, payload = cache_entry(root / CACHE_ENTRY)
+    payload["result"] = good_result  # the key still matches the broken files
+    rewrite_cache_entry(root / CACHE_ENTRY, entry, payload)
 
-    client = await Client.launch(root, settings={"debounceMs": 100}, env=env)
+    client = await Client.launch(root, settings={"debounceMs": 100}, env={"XDG_CACHE_HOME": str(user_cache)})
     yield client
     await client.close()
 

@@ -9,8 +9,6 @@ files (a restore) is still a hit. `onnxlens check --trust-cache` accepts the oth
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 import os
 import shutil
@@ -18,35 +16,22 @@ import stat
 import time
 from pathlib import Path
 
-import msgpack
 import pytest
 
 from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.cache import ResultCache, cache_file
 from onnxlens.server.exports import ExportService
 from onnxlens.server.user_key import KEY_BYTES, key_path
-from tests.support.net_workspace import BROKEN, NET
+from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
 
 @pytest.fixture(autouse=True)
 def private_key_dir(tmp_path_factory, monkeypatch):
     """Each test's cache key in a home of its own (the user's real ~/.cache is left alone)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
-
-
-def _entry(spec) -> tuple[dict, dict]:
-    entry = msgpack.unpackb(cache_file(spec).read_bytes(), raw=False)
-    return entry, msgpack.unpackb(entry["payload"], raw=False)
-
-
-def _rewrite(spec, entry: dict, payload: dict, *, key: bytes | None) -> None:
-    """The cache file with `payload`, signed with `key` (None: the entry's old signature kept)."""
-    entry["payload"] = msgpack.packb(payload, use_bin_type=True)
-    if key is not None:
-        entry["signature"] = hmac.new(key, entry["payload"], hashlib.sha256).digest()
-    cache_file(spec).write_bytes(msgpack.packb(entry, use_bin_type=True))
 
 
 async def _stored(service, root: Path, source: str, *, ok: bool):
@@ -73,11 +58,11 @@ async def test_a_failed_export_edited_into_a_pass_is_not_trusted(service, tmp_pa
     """Issue 19's forgery: the entry of a broken model (its key matches the files as they are)
     given the result of the last good export, whose model is still on disk and intact."""
     good_spec, _ = await _stored(service, tmp_path, NET, ok=True)
-    _, good = _entry(good_spec)
+    _, good = cache_entry(cache_file(good_spec))
     spec, _ = await _stored(service, tmp_path, BROKEN, ok=False)
-    entry, payload = _entry(spec)
+    entry, payload = cache_entry(cache_file(spec))
     payload["result"] = good["result"]
-    _rewrite(spec, entry, payload, key=None)  # the forger cannot sign: the key is not in the workspace
+    rewrite_cache_entry(cache_file(spec), entry, payload, key=None)  # the forger cannot sign: the key is not in the workspace
 
     with caplog.at_level(logging.INFO, logger="onnxlens.cache"):
         assert ExportService(use_cache=True).cached(spec) is None
@@ -90,8 +75,8 @@ async def test_a_failed_export_edited_into_a_pass_is_not_trusted(service, tmp_pa
 async def test_an_entry_signed_with_another_key_is_ignored_unless_trusted(service, tmp_path):
     """Another user's, or a CI run's restored cache: honest, but not this user's own."""
     spec, exported = await _stored(service, tmp_path, NET, ok=True)
-    entry, payload = _entry(spec)
-    _rewrite(spec, entry, payload, key=os.urandom(KEY_BYTES))
+    entry, payload = cache_entry(cache_file(spec))
+    rewrite_cache_entry(cache_file(spec), entry, payload, key=os.urandom(KEY_BYTES))
 
     assert ExportService(use_cache=True).cached(spec) is None
     trusted = ExportService(use_cache=True, trust_cache=True).cached(spec)
