@@ -270,7 +270,7 @@ async def test_a_job_cancelled_while_saving_finishes_its_save(service, tmp_path)
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    saved = onnx.load(first.onnx)  # loads the .onnx.data beside it
+    saved = onnx.load(first.onnx)  # loads the data file it names
     weights = {i.name: numpy_helper.to_array(i) for i in saved.graph.initializer if i.name.endswith("weight")}
     assert len(weights) == 4, sorted(weights)  # the new graph ...
     assert all((w == 2.0).all() for w in weights.values())  # ... with its own weights
