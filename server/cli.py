@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="exports at once (default: CPUs, at most 4)")
     check.add_argument("--no-verify", action="store_true", help="skip the onnxruntime comparison")
     check.add_argument("--no-cache", action="store_true", help="export even if a cached result is valid")
+    check.add_argument("--trust-cache", action="store_true",
+                       help="also use cached results this user did not write on this machine (a cache "
+                            "restored in CI); their files must still be unchanged")
     init = sub.add_parser(
         "init", help="add an export target for each model the workspace defines",
         description="Find the nn.Module classes (constructed without arguments) and model factory "
@@ -146,7 +149,7 @@ def check(args: argparse.Namespace) -> int:
                   f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         results, internal_errors = asyncio.run(
             _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache,
-                        on_done=finished))
+                        trust_cache=args.trust_cache, on_done=finished))
     run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
                    selection=args.target)
     sys.stdout.write(RENDERERS[args.format](run))
@@ -239,13 +242,13 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
     return [spec for spec in workspace.targets if spec.name in wanted]
 
 
-async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool,
+async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, trust_cache: bool,
                       on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
     """Export every spec (at most `jobs` at once); returns results in spec order and the
     number of exports that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache)
+    service = ExportService(jobs=jobs, use_cache=use_cache, trust_cache=trust_cache)
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:

@@ -27,15 +27,16 @@ log = logging.getLogger("onnxlens.exports")
 
 
 class ExportService:
-    def __init__(self, *, jobs: int = 1, use_cache: bool = True, python: str | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(self, *, jobs: int = 1, use_cache: bool = True, trust_cache: bool = False,
+                 python: str | None = None, env: dict[str, str] | None = None) -> None:
         """`python`: the user's interpreter (it needs torch and onnxlens); `env`: its
-        environment (default: ours)."""
+        environment (default: ours); `trust_cache`: use cached results signed by another key too
+        (server/cache.py; `onnxlens check --trust-cache` only, never the editor)."""
         self.jobs = max(1, jobs)
         self.use_cache = use_cache
         self.python = python or sys.executable
         self.env = env
-        self.cache = ResultCache(self.python, env)
+        self.cache = ResultCache(self.python, env, trust_foreign=trust_cache)
         self._slots = asyncio.Semaphore(self.jobs)
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced, finishing their last jobs

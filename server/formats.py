@@ -40,6 +40,7 @@ CODE_DESCRIPTIONS = {
     "torch-version": "The installed torch has no onnxlens adapter: exported with the public torch.onnx.export.",
     "timeout": "The export job exceeded its time limit.",
     "crash": "The export process died.",
+    "output": "The model's files could not be written (a full disk, a path that is a directory, no permission).",
 }
 CODE_HELP = {
     "torch-export": "https://pytorch.org/docs/stable/generated/exportdb/index.html",
@@ -226,6 +227,7 @@ def to_json_data(run: CheckRun) -> dict[str, Any]:
                 "name": result.target,
                 "status": result.status,
                 "onnx": _optional_path(result.onnx, root),
+                "onnx_data": _optional_path(result.onnx_data, root),  # extension: the weights' file it names
                 "graph_onnx": _optional_path(result.graph_onnx, root),  # extension: weights-free models
                 "report": _optional_path(result.report, root),
                 "seconds": _rounded(result.seconds),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
@@ -72,7 +73,7 @@ class Job:
     reported: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.result = ExportResult(target=self.spec.name, status="failed")
+        self.result = ExportResult(target=self.spec.name, status="failed", export_id=uuid.uuid4().hex)
         self.workspace = Workspace.of(self.spec)
 
     @property
