@@ -37,6 +37,7 @@ class Parameter:
     annotation: str | None  # the annotation's source text
     has_default: bool
     keyword_only: bool = False  # after `*` or `*args`: passed by name
+    default: str | None = field(default=None, compare=False)  # the default's source text
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,14 @@ class Candidate:
     vocabulary: int | None = None  # the first Embedding's literal num_embeddings
     model_class: str | None = None  # a factory: the candidate class it returns, if any
     top_level: bool = True
+    torch_base: str | None = None  # a class: the torch.nn class its base chain reaches (`Module`, `LayerNorm`)
+    constructor: tuple[Parameter, ...] = ()  # a class: its __init__'s parameters (own or inherited in the file)
+    # a class: the classes its __init__ calls, its building blocks: (where, name), where "" for this
+    # file, else the module it is imported from as the import spells it (`.vit`, `pkg.layers`)
+    parts: frozenset[tuple[str, str]] = frozenset()
+    # forward's parameters that go into an nn.Embedding, with the source of its num_embeddings in
+    # __init__ (`config.vocab_size`, `50304`): token ids, integers below that size
+    token_inputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def required_inputs(self) -> list[Parameter]:
@@ -132,6 +141,7 @@ class _Finder:
             if isinstance(node, ast.ClassDef):
                 self.classes.setdefault(node.name, node)
         self._module_cache: dict[str, bool] = {}
+        self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
     # --- classes ---------------------------------------------------------------------------
 
@@ -183,16 +193,93 @@ class _Finder:
                 left = True  # nn.Module's own __init__ takes nothing; anything else may
         return None, left
 
+    def torch_base(self, node: ast.ClassDef, seen: frozenset[str] = frozenset()) -> str | None:
+        """The torch.nn class the base chain reaches within the file (`Module`, `LayerNorm`)."""
+        for base in node.bases:
+            origin = self.imports.resolve(base)
+            if is_torch_nn_module(origin):
+                return (origin or "").rsplit(".", 1)[-1]
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id not in seen:
+                found = self.torch_base(self.classes[base.id], seen | {node.name})
+                if found is not None:
+                    return found
+        return None
+
+    def _parts(self, init: ast.FunctionDef | None) -> frozenset[tuple[str, str]]:
+        """The classes `__init__` calls (`Block(config)`, `layers.Block(...)`), directly or through
+        a top-level function of the file (`MBConv(...)` returning `MBConvResidual(...)`), as
+        (where, name): where is "" for a class of this file, else the module it is imported from
+        as the import spells it (`.vit`, `pkg.layers`). torch's own and unbound names left out."""
+        if init is None:
+            return frozenset()
+        found = set()
+        functions = [init, *(self.functions[n] for _, n in self._called(init) if n in self.functions)]
+        for function in functions:
+            found |= {(where, name) for where, name in self._called(function) if name[:1].isupper()}
+        return frozenset(found)
+
+    def _called(self, function: ast.FunctionDef) -> set[tuple[str, str]]:
+        called = set()
+        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Name) and (func.id in self.classes or func.id in self.functions):
+                called.add(("", func.id))
+                continue
+            origin = self.imports.resolve(func)
+            if origin and not origin.startswith("torch.") and "." in origin:
+                where, _, name = origin.rpartition(".")
+                called.add((where, name))
+        return called
+
+    def _token_inputs(self, init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
+                      parameters: list[Parameter]) -> tuple[tuple[str, str], ...]:
+        """forward's parameters passed straight to an nn.Embedding of `__init__`, by the attribute
+        it is bound to (`self.wte = nn.Embedding(...)`, `wte=nn.Embedding(...)` in a ModuleDict)."""
+        if init is None or forward is None:
+            return ()
+        sizes: dict[str, str] = {}
+        for node in ast.walk(init):
+            pairs = []
+            if isinstance(node, ast.Assign):
+                pairs = [(t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute)]
+            elif isinstance(node, ast.Call):
+                pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
+            elif isinstance(node, ast.Dict):
+                pairs = [(k.value, v) for k, v in zip(node.keys, node.values)
+                         if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            for name, value in pairs:
+                size = self._embedding_size(value)
+                if size is not None:
+                    sizes.setdefault(name, size)
+        names = {p.name for p in parameters}
+        found: dict[str, str] = {}
+        for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
+            if isinstance(call.func, ast.Attribute) and call.func.attr in sizes and call.args \
+                    and isinstance(call.args[0], ast.Name) and call.args[0].id in names:
+                found.setdefault(call.args[0].id, sizes[call.func.attr])
+        return tuple(found.items())
+
+    def _embedding_size(self, value: ast.expr) -> str | None:
+        if not isinstance(value, ast.Call) or not (self.imports.resolve(value.func) or "").endswith(".Embedding"):
+            return None
+        size = value.args[0] if value.args else next(
+            (k.value for k in value.keywords if k.arg == LAYERS["Embedding"]), None)
+        return ast.unparse(size) if size is not None else None
+
     def _class_candidate(self, node: ast.ClassDef, top_level: bool) -> Candidate:
         forward, _ = self._inherited(node, "forward")
         init, unknown_init = self._inherited(node, "__init__")
-        required = tuple(p.name for p in _parameters(init) if not p.has_default) if init else ()
+        constructor = tuple(_parameters(init)) if init else ()
+        required = tuple(p.name for p in constructor if not p.has_default)
         first_layer, vocabulary = self._sizes(init)
+        forward_parameters = _parameters(forward)
         return Candidate(
             name=node.name, kind="class", line=node.lineno, end_line=node.end_lineno or node.lineno,
-            forward=tuple(_parameters(forward)) if forward else None,
+            forward=tuple(forward_parameters) if forward else None,
             needs_arguments=bool(required) or (init is None and unknown_init),
-            required_arguments=required, first_layer=first_layer, vocabulary=vocabulary, top_level=top_level)
+            required_arguments=required, first_layer=first_layer, vocabulary=vocabulary, top_level=top_level,
+            torch_base=self.torch_base(node), constructor=constructor, parts=self._parts(init),
+            token_inputs=self._token_inputs(init, forward, forward_parameters))
 
     def _sizes(self, init: ast.FunctionDef | None) -> tuple[Layer | None, int | None]:
         if init is None:
@@ -248,7 +335,8 @@ class _Finder:
             name=node.name, kind="factory", line=node.lineno, end_line=node.end_lineno or node.lineno,
             forward=model.forward if model else None, needs_arguments=bool(required),
             required_arguments=required, first_layer=model.first_layer if model else None,
-            vocabulary=model.vocabulary if model else None, model_class=model_class)
+            vocabulary=model.vocabulary if model else None, model_class=model_class,
+            constructor=tuple(_parameters(node)), token_inputs=model.token_inputs if model else ())
 
     def candidates(self) -> list[Candidate]:
         top = set(id(n) for n in self.tree.body)
@@ -278,7 +366,8 @@ def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list
         pairs = pairs[1:]
     named = [(arg, default, False) for arg, default in pairs]
     named += [(arg, default, True) for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults)]
-    return [Parameter(arg.arg, ast.unparse(arg.annotation) if arg.annotation else None, default is not None, keyword_only)
+    return [Parameter(arg.arg, ast.unparse(arg.annotation) if arg.annotation else None, default is not None, keyword_only,
+                      ast.unparse(default) if default is not None else None)
             for arg, default, keyword_only in named]
 
 

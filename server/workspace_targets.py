@@ -2,23 +2,24 @@
 server offers for a workspace folder without a config ("Add targets").
 
 Every .py file under the root that imports torch, outside hidden directories, virtual
-environments, site-packages, build output, node_modules and tests; in each, the top-level
-candidates (server/target_candidates.py) that no target exports yet:
-
-* every factory function that can be called without arguments;
-* every class whose constructor takes no arguments, unless a factory of its file returns it
-  (the factory is how its author builds it: `build_encoder` rather than `Encoder`).
+environments, site-packages, build output, node_modules and tests; in each, the candidates
+(server/target_candidates.py) that are models of their own (server/workspace_models.py) and
+that no target exports yet, each with how the workspace builds and calls it
+(server/model_usage.py: all the files read, and the Markdown documents at the root).
 
 Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans the edits).
 """
 
 from __future__ import annotations
 
+import ast
 import os
 from pathlib import Path
 
-from onnxlens.server.target_candidates import find_candidates, imports_torch
+from onnxlens.server.model_usage import module_name, workspace_index
+from onnxlens.server.target_candidates import Candidate, find_candidates, imports_torch
 from onnxlens.server.target_fix import Choice, config_file_for, configured_models, is_configured
+from onnxlens.server.workspace_models import is_model, workspace_parts
 
 SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "build", "dist", "node_modules", "tests",
                           "test", "__pycache__"})
@@ -37,25 +38,33 @@ def python_files(root: Path) -> list[Path]:
 
 
 def workspace_choices(root: Path) -> list[Choice]:
-    """The candidates of the workspace at `root` worth a target, in file order."""
+    """The candidates of the workspace at `root` worth a target, in file order
+    (server/workspace_models.py says which), each with how the workspace builds and calls it."""
     root = root.resolve()
     configured = configured_models(config_file_for(root))
-    choices = []
-    for file in python_files(root):
+    files = python_files(root)
+    texts: dict[Path, str] = {}
+    candidates: dict[Path, list[Candidate]] = {}
+    for file in files:
         try:
             if file.stat().st_size > MAX_FILE_BYTES:
                 continue
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        if not imports_torch(text):
-            continue
-        candidates = find_candidates(text)
-        built = {c.model_class for c in candidates if c.kind == "factory" and not c.needs_arguments}
-        for candidate in candidates:
-            if not candidate.top_level or candidate.needs_arguments or is_configured(file, candidate, candidates, configured):
-                continue
-            if candidate.kind == "class" and candidate.name in built:
-                continue
-            choices.append(Choice(file.resolve(), candidate))
+        texts[file] = text
+        if imports_torch(text):
+            candidates[file] = find_candidates(text)
+    modules = {file: module_name(root, file) or file.stem for file in candidates}
+    parts = workspace_parts({modules[file]: found for file, found in candidates.items()})
+    chosen = [(file, candidate) for file, found in candidates.items() for candidate in found
+              if is_model(candidate, found, modules[file], parts) and not is_configured(file, candidate, found, configured)]
+    if not chosen:
+        return []
+    index = workspace_index(root, [f for f in files if f in texts], texts)
+    trees: dict[Path, ast.Module] = {}
+    choices = []
+    for file, candidate in chosen:
+        tree = trees.get(file) or trees.setdefault(file, ast.parse(texts[file]))
+        choices.append(Choice(file.resolve(), candidate, index.usage(candidate, tree, module_name(root, file))))
     return choices

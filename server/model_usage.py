@@ -1,0 +1,716 @@
+"""How a repository builds and calls its own models, read with `ast` (never imported): the
+recipe a `build_<name>()` factory repeats and the example inputs a target starts from.
+
+Sources (`Source`): the workspace's Python files, the Python code blocks of its Markdown files
+(README.md) and the doctest examples of its docstrings. A *site* is a call of the model's class
+in a source (`model = GPT(gptconf)`); its *slice* is the statements before it, in its block and
+the blocks around it, that the call's arguments need (`gptconf = GPTConfig(...)`,
+`config.vocab_size = 50257`). A site is a recipe only when its slice is self-contained:
+
+* every statement assigns a name or an attribute of a needed name, or imports one absolutely;
+* every call is of a class or function the workspace defines (`GPTConfig(...)`,
+  `GPT.get_default_config()`) or of a pure builtin (`dict`, `tuple`, ...): no file, checkpoint,
+  dataset or argument of an enclosing function (those make the site incomplete);
+* every other name is bound at the top level of the model's file (where the factory goes).
+
+Example inputs come from a site that then calls the model (`logits = model(idx)`) with
+arguments whose slice is tensor factories on literals (`torch.zeros((1, 1), dtype=torch.long)`);
+`device=` is dropped (the export runs on the CPU). Their constructor must be the one the factory
+uses (the recipe's own site, or a call without arguments of a class built without them).
+
+Values (`evaluate`): literals, arithmetic on them, and objects built by workspace classes
+(`GPTConfig(n_layer=12)`: the class's defaults with the given fields) or by a workspace
+method that fills one (`GPT.get_default_config()`: its `C.x = literal` assignments), then
+attribute assignments. They tell the sizes inputs need: the vocabulary an nn.Embedding is built
+with (`config.vocab_size`), an image size (`img_size=1024`).
+
+Torch-free and LSP-free.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from onnxlens.server.target_candidates import Candidate
+
+# Builtins a recipe may call: they compute, they read nothing.
+PURE_BUILTINS = frozenset({"dict", "tuple", "list", "set", "frozenset", "int", "float", "str", "bool", "len",
+                           "range", "min", "max", "abs", "round", "sum", "sorted", "zip", "enumerate"})
+# torch functions that make a tensor from literals, and tensor methods that only reshape or cast it.
+TENSOR_FACTORIES = frozenset({"randn", "rand", "zeros", "ones", "randint", "tensor", "arange", "full",
+                              "linspace", "eye", "randn_like", "zeros_like", "ones_like"})
+TENSOR_METHODS = frozenset({"long", "float", "int", "bool", "half", "double", "unsqueeze", "view", "reshape",
+                            "expand", "repeat", "transpose", "permute", "contiguous", "clone", "flatten"})
+_FENCE = re.compile(r"^```\s*(?:python|py|python3)\s*$(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Python the workspace holds: a file, a document's code block or a docstring's examples."""
+
+    label: str  # how a comment names it: "bench.py", "README.md"
+    tree: ast.Module
+    line_offset: int = 0  # added to the tree's line numbers to give the document's
+    module: str | None = None  # a workspace file's dotted name from the root (`pkg.build`, `pkg` for pkg/__init__.py)
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class of the workspace: its constructor's fields (dataclass fields or `__init__`'s
+    parameters) with their defaults' source (None: required), and its static/class methods that
+    fill and return an object (`get_default_config`): their `C.x = value` assignments."""
+
+    name: str
+    fields: tuple[tuple[str, str | None, str | None], ...]  # (name, annotation, default source)
+    builders: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def required(self) -> list[tuple[str, str | None]]:
+        return [(name, annotation) for name, annotation, default in self.fields if default is None]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to build a model: statements, then the constructor call; `missing` names what the
+    user must still give (then the call holds `...` for them)."""
+
+    statements: tuple[str, ...]
+    call: str
+    origin: str | None  # "bench.py:57" where the workspace builds it so; None: from the signature
+    arguments: dict[str, Any] = field(default_factory=dict)  # constructor parameter -> value (evaluate)
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExampleCall:
+    """How the workspace calls the model: the inputs' assignments and the call's arguments."""
+
+    statements: tuple[str, ...]
+    arguments: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...]
+    origin: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What the workspace says about one candidate."""
+
+    recipe: Recipe | None = None
+    example: ExampleCall | None = None
+    arguments: dict[str, Any] = field(default_factory=dict)  # constructor parameter -> value the model is built with
+
+
+class Unknown:
+    """A value the sources do not tell."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = Unknown()
+
+
+@dataclass
+class Obj:
+    """An object a workspace class or builder method made, by its fields' values."""
+
+    cls: str
+    fields: dict[str, Any]
+
+
+# --- sources -----------------------------------------------------------------------------------
+
+def python_source(label: str, text: str) -> list[Source]:
+    """A Python file (`label`: its path from the root), and its docstrings' doctest examples, as
+    sources (none if it does not parse)."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    parts = label[:-3].split("/") if label.endswith(".py") else None
+    module = ".".join(parts) if parts else None  # pkg/__init__.py: `pkg.__init__`, whose package is pkg
+    found = [Source(label, tree, 0, module)]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            docstring = ast.get_docstring(node, clean=True)
+            if docstring and ">>>" in docstring:
+                code = "\n".join(e.source.rstrip("\n") for e in doctest.DocTestParser().get_examples(docstring))
+                snippet = _parse(code)
+                if snippet is not None:
+                    found.append(Source(label, snippet, getattr(node, "lineno", 1)))
+    return found
+
+
+def markdown_sources(label: str, text: str) -> list[Source]:
+    """The Python code blocks of a Markdown document, each a source."""
+    found = []
+    for match in _FENCE.finditer(text):
+        tree = _parse(match.group(1))
+        if tree is not None:
+            found.append(Source(label, tree, text.count("\n", 0, match.start(1))))
+    return found
+
+
+def _parse(code: str) -> ast.Module | None:
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def class_infos(sources: list[Source]) -> dict[str, ClassInfo]:
+    """Every class the sources define, by name (the first definition of a name wins)."""
+    found: dict[str, ClassInfo] = {}
+    for source in sources:
+        for node in ast.walk(source.tree):
+            if isinstance(node, ast.ClassDef) and node.name not in found:
+                found[node.name] = _class_info(node)
+    return found
+
+
+def _class_info(node: ast.ClassDef) -> ClassInfo:
+    init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+    fields: list[tuple[str, str | None, str | None]] = []
+    if init is not None:
+        arguments = init.args
+        positional = [*arguments.posonlyargs, *arguments.args][1:]
+        defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
+        pairs = [*zip(positional, defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
+        fields = [(a.arg, ast.unparse(a.annotation) if a.annotation else None,
+                   ast.unparse(d) if d is not None else None) for a, d in pairs]
+    else:  # a dataclass or NamedTuple: its annotated class attributes
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
+                    and "ClassVar" not in ast.unparse(item.annotation):
+                default = item.value
+                if isinstance(default, ast.Call) and ast.unparse(default.func).endswith("field"):
+                    default = next((k.value for k in default.keywords if k.arg == "default"), None)
+                fields.append((item.target.id, ast.unparse(item.annotation),
+                               ast.unparse(default) if default is not None else None))
+    builders = {}
+    for item in node.body:
+        if isinstance(item, ast.FunctionDef) and any(
+                isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in item.decorator_list):
+            filled = _filled_fields(item)
+            if filled:
+                builders[item.name] = filled
+    return ClassInfo(node.name, tuple(fields), builders)
+
+
+def _filled_fields(function: ast.FunctionDef) -> dict[str, str]:
+    """`C = ...; C.x = value; ...; return C`: the values given to the returned object's fields."""
+    returned = next((n.value.id for n in function.body if isinstance(n, ast.Return)
+                     and isinstance(n.value, ast.Name)), None)
+    return {t.attr: ast.unparse(n.value) for n in function.body if isinstance(n, ast.Assign)
+            for t in n.targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+            and t.value.id == returned}
+
+
+# --- values ------------------------------------------------------------------------------------
+
+def evaluate(expression: ast.expr | None, env: dict[str, Any], classes: dict[str, ClassInfo]) -> Any:
+    """The value of an expression from literals, names of `env` and workspace classes; UNKNOWN
+    for anything else."""
+    if expression is None:
+        return UNKNOWN
+    if isinstance(expression, ast.Constant):
+        return expression.value
+    if isinstance(expression, ast.Name):
+        return env.get(expression.id, UNKNOWN)
+    if isinstance(expression, (ast.Tuple, ast.List)):
+        return tuple(evaluate(e, env, classes) for e in expression.elts)
+    if isinstance(expression, ast.UnaryOp) and isinstance(expression.op, ast.USub):
+        value = evaluate(expression.operand, env, classes)
+        return -value if isinstance(value, (int, float)) else UNKNOWN
+    if isinstance(expression, ast.BinOp):
+        left, right = evaluate(expression.left, env, classes), evaluate(expression.right, env, classes)
+        if isinstance(left, (int, float)) and isinstance(right, (int, float)) and not isinstance(left, bool):
+            operations = {ast.Add: lambda: left + right, ast.Sub: lambda: left - right,
+                          ast.Mult: lambda: left * right, ast.FloorDiv: lambda: left // right if right else UNKNOWN,
+                          ast.Div: lambda: left / right if right else UNKNOWN}
+            compute = operations.get(type(expression.op))
+            return compute() if compute else UNKNOWN
+        return UNKNOWN
+    if isinstance(expression, ast.Attribute):
+        owner = evaluate(expression.value, env, classes)
+        return owner.fields.get(expression.attr, UNKNOWN) if isinstance(owner, Obj) else UNKNOWN
+    if isinstance(expression, ast.Call):
+        return _evaluate_call(expression, env, classes)
+    return UNKNOWN
+
+
+def _evaluate_call(call: ast.Call, env: dict[str, Any], classes: dict[str, ClassInfo]) -> Any:
+    function = call.func
+    if isinstance(function, ast.Name) and function.id in classes:
+        info = classes[function.id]
+        values = {name: evaluate(_parse_expression(default), {}, classes) if default is not None else UNKNOWN
+                  for name, _, default in info.fields}
+        names = [name for name, _, _ in info.fields]
+        for name, argument in zip(names, call.args):
+            values[name] = evaluate(argument, env, classes)
+        for keyword in call.keywords:
+            if keyword.arg:
+                values[keyword.arg] = evaluate(keyword.value, env, classes)
+        return Obj(function.id, values)
+    if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) \
+            and function.value.id in classes and function.attr in classes[function.value.id].builders:
+        filled = classes[function.value.id].builders[function.attr]
+        return Obj(function.value.id, {k: evaluate(_parse_expression(v), {}, classes) for k, v in filled.items()})
+    if isinstance(function, ast.Name) and function.id == "dict":
+        return Obj("dict", {k.arg: evaluate(k.value, env, classes) for k in call.keywords if k.arg})
+    return UNKNOWN
+
+
+def _parse_expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+
+
+def run_statements(statements: list[ast.stmt], classes: dict[str, ClassInfo]) -> dict[str, Any]:
+    """The names' values after straight-line assignments (attribute assignments fill objects)."""
+    env: dict[str, Any] = {}
+    for statement in statements:
+        if isinstance(statement, (ast.Assign, ast.AnnAssign)):
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            value = evaluate(statement.value, env, classes)
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    env[target.id] = value
+                elif isinstance(target, ast.Attribute):
+                    owner = evaluate(target.value, env, classes)
+                    if isinstance(owner, Obj):
+                        owner.fields[target.attr] = value
+    return env
+
+
+def constructor_arguments(candidate: Candidate, call: ast.Call | None, env: dict[str, Any],
+                          classes: dict[str, ClassInfo]) -> dict[str, Any]:
+    """The values `__init__`'s parameters take for a call (their defaults where not given)."""
+    values = {p.name: evaluate(_parse_expression(p.default), {}, classes) if p.default else UNKNOWN
+              for p in candidate.constructor}
+    if call is not None:
+        positional = [p.name for p in candidate.constructor if not p.keyword_only]
+        for name, argument in zip(positional, call.args):
+            values[name] = evaluate(argument, env, classes)
+        for keyword in call.keywords:
+            if keyword.arg:
+                values[keyword.arg] = evaluate(keyword.value, env, classes)
+    return values
+
+
+def value_of(expression: str, arguments: dict[str, Any], classes: dict[str, ClassInfo]) -> Any:
+    """An `__init__` expression (`config.vocab_size`) evaluated with the constructor's arguments."""
+    return evaluate(_parse_expression(expression), arguments, classes)
+
+
+# --- sites and slices --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Site:
+    source: Source
+    call: ast.Call
+    chain: tuple[tuple[tuple[ast.stmt, ...], int], ...]  # (block, index of the statement), innermost first
+    bound_to: str | None  # `model = Cls(...)`: the name the model is bound to
+
+
+def _blocks(statements: list[ast.stmt], outer: tuple = ()) -> Iterator[tuple[tuple[ast.stmt, ...], int, tuple]]:
+    """Every statement with its block and the enclosing (block, index) chain."""
+    block = tuple(statements)
+    for index, statement in enumerate(block):
+        chain = ((block, index), *outer)
+        yield block, index, chain
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, name, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                yield from _blocks(inner, chain)
+        for handler in getattr(statement, "handlers", []) or []:
+            yield from _blocks(handler.body, chain)
+
+
+def _own_expressions(statement: ast.stmt) -> Iterator[ast.AST]:
+    """The nodes of a statement outside the blocks nested in it (a `def`'s body is its own)."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.Lambda)):
+                continue
+            stack.append(child)
+
+
+def _sites(name: str, sources: list[Source], model_module: str | None, unique: bool) -> Iterator[_Site]:
+    """The calls of the class `name` of the module `model_module` in the sources: in its own
+    file, or where an import binds the name to that module (or to a package above it, which
+    re-exports it); a document or doctest that imports nothing of the name counts when the
+    workspace has one class of that name."""
+    for source in sources:
+        imported = _absolute_imports(source).get(name)
+        if imported is not None:
+            origin = imported.module or "" if isinstance(imported, ast.ImportFrom) else ""
+            if model_module is None or not (model_module == origin or model_module.startswith(origin + ".")):
+                continue
+        elif source.module is not None and source.module != model_module:
+            continue
+        elif source.module is None and not unique:
+            continue
+        for block, index, chain in _blocks(source.tree.body):
+            statement = block[index]
+            for node in _own_expressions(statement):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                    bound = None
+                    if isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1 \
+                            and isinstance(statement.targets[0], ast.Name):
+                        bound = statement.targets[0].id
+                    yield _Site(source, node, chain, bound)
+
+
+def _free_names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _bound_names(statement: ast.stmt) -> set[str]:
+    if isinstance(statement, ast.Assign):
+        targets = statement.targets
+    elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+        targets = [statement.target]
+    elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    else:
+        return set()
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _changed_object(statement: ast.stmt) -> str | None:
+    """`x.a = ...`, `x.a.b = ...` or `x.update(...)`: the name whose object the statement changes."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+    elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        target = statement.value.func
+    else:
+        return None
+    if not isinstance(target, ast.Attribute):
+        return None
+    while isinstance(target, (ast.Attribute, ast.Subscript)):
+        target = target.value
+    return target.id if isinstance(target, ast.Name) else None
+
+
+class _Slicer:
+    """The statements a site's expressions need, when they are self-contained (module docstring)."""
+
+    def __init__(self, model_names: set[str], workspace_names: set[str], tensors: bool) -> None:
+        self.model_names = model_names  # bound at the top level of the model's file
+        self.workspace_names = workspace_names  # classes and functions the workspace defines
+        self.tensors = tensors  # allow torch's tensor factories (inputs), not only workspace calls
+
+    def pure(self, node: ast.AST, picked_imports: set[str]) -> bool:
+        for child in ast.walk(node):
+            if isinstance(child, (ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr,
+                                  ast.ListComp, ast.DictComp, ast.SetComp, ast.GeneratorExp)):
+                return False
+            if isinstance(child, ast.Call) and not self._pure_call(child):
+                return False
+        return True
+
+    def _pure_call(self, call: ast.Call) -> bool:
+        function = call.func
+        if isinstance(function, ast.Name):
+            return function.id in self.workspace_names or function.id in PURE_BUILTINS
+        if isinstance(function, ast.Attribute):
+            root = function.value
+            if isinstance(root, ast.Name) and root.id in self.workspace_names:
+                return True  # GPT.get_default_config()
+            if self.tensors:
+                if ast.unparse(root) in ("torch",) and function.attr in TENSOR_FACTORIES:
+                    return True
+                if function.attr in TENSOR_METHODS:
+                    return True
+        return False
+
+    def slice(self, expressions: list[ast.AST], chain, source_imports: dict[str, ast.stmt]
+              ) -> list[ast.stmt] | None:
+        needed = set().union(*(_free_names(e) for e in expressions)) if expressions else set()
+        if not all(self.pure(e, set()) for e in expressions):
+            return None
+        picked: list[ast.stmt] = []
+        for block, index in chain:
+            for statement in reversed(block[:index]):
+                if not needed:
+                    break
+                bound = _bound_names(statement) & needed
+                changed = _changed_object(statement)
+                if isinstance(statement, (ast.Import, ast.ImportFrom)) or \
+                        isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue  # names bound so are resolved below, by the model's file or an import
+                if bound:
+                    if isinstance(statement, ast.AugAssign) or not self.pure(statement, set()):
+                        return None
+                    picked.append(statement)
+                    needed = (needed - bound) | _free_names(statement.value)
+                elif changed is not None and changed in needed:
+                    if not self.pure(statement, set()):
+                        return None
+                    picked.append(statement)
+                    needed |= _free_names(statement) - {changed}
+        imports = []
+        for name in needed:
+            if name in self.model_names or name in PURE_BUILTINS or (self.tensors and name == "torch"):
+                continue
+            statement = source_imports.get(name)
+            if statement is None or name not in self.workspace_names:
+                return None  # a parameter, a loaded checkpoint, a dataset ...
+            imports.append(statement)
+        return [*dict.fromkeys(imports), *reversed(picked)]
+
+
+def _absolute_imports(source: Source) -> dict[str, ast.stmt]:
+    """Name -> an absolute import of it, for the source's imports of single names (a relative
+    one made absolute from the source's place: the loader imports workspace files under their
+    dotted names relative to the root)."""
+    found = {}
+    package = source.module.split(".")[:-1] if source.module else None
+    for node in ast.walk(source.tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module
+        if node.level:
+            if package is None or node.level - 1 > len(package):
+                continue
+            base = package[:len(package) - (node.level - 1)]
+            module = ".".join([*base, *([node.module] if node.module else [])])
+        if not module:
+            continue
+        for alias in node.names:
+            found[alias.asname or alias.name] = ast.ImportFrom(module, [ast.alias(alias.name, alias.asname)], 0)
+    return found
+
+
+def _without_device(node: ast.AST) -> ast.AST:
+    """The expression without `device=...` keywords (the export runs on the CPU)."""
+    class Strip(ast.NodeTransformer):
+        def visit_Call(self, call: ast.Call) -> ast.Call:
+            self.generic_visit(call)
+            call.keywords = [k for k in call.keywords if k.arg != "device"]
+            return call
+    return Strip().visit(ast.parse(ast.unparse(node), mode="eval").body
+                         if isinstance(node, ast.expr) else ast.parse(ast.unparse(node)).body[0])
+
+
+def _origin(site: _Site) -> str:
+    return f"{site.source.label}:{site.call.lineno + site.source.line_offset}"
+
+
+# --- per candidate -----------------------------------------------------------------------------
+
+@dataclass
+class UsageIndex:
+    """The sources of a workspace (or of one file) and the classes they define."""
+
+    sources: list[Source]
+    classes: dict[str, ClassInfo] = field(init=False)
+    workspace_names: set[str] = field(init=False)
+    definitions: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.classes = class_infos(self.sources)
+        self.definitions: dict[str, int] = {}  # class name -> how many files define it
+        for source in self.sources:
+            if source.line_offset == 0:
+                for name in {n.name for n in ast.walk(source.tree) if isinstance(n, ast.ClassDef)}:
+                    self.definitions[name] = self.definitions.get(name, 0) + 1
+        self.workspace_names = set(self.classes) | {
+            n.name for s in self.sources for n in ast.walk(s.tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.col_offset == 0}
+
+    def usage(self, candidate: Candidate, model_tree: ast.Module, model_module: str | None) -> Usage:
+        """The recipe (for a class built with arguments) and the example call of a candidate of
+        the module `model_module` (its dotted name from the root, as Source.module)."""
+        model_names = _top_level_names(model_tree)
+        recipe_slicer = _Slicer(model_names, self.workspace_names, tensors=False)
+        input_slicer = _Slicer(model_names, self.workspace_names, tensors=True)
+        recipe: Recipe | None = None
+        recipe_site: _Site | None = None
+        sites = list(_sites(candidate.name, self.sources, model_module, self.definitions.get(candidate.name, 0) == 1))
+        if candidate.kind == "class" and candidate.needs_arguments:
+            for site in sites:
+                imports = _absolute_imports(site.source)
+                statements = recipe_slicer.slice([*site.call.args, *(k.value for k in site.call.keywords)],
+                                                 site.chain, imports)
+                if statements is None or not self._covers(candidate, site.call):
+                    continue
+                env = run_statements(statements, self.classes)
+                recipe = Recipe(tuple(ast.unparse(s) for s in statements), ast.unparse(site.call), _origin(site),
+                                constructor_arguments(candidate, site.call, env, self.classes))
+                recipe_site = site
+                break
+            if recipe is None:
+                recipe = self._from_signature(candidate, sites, model_names)
+        example = None
+        for site in sites:
+            if site.bound_to is None or (site is not recipe_site and (site.call.args or site.call.keywords)):
+                continue
+            example = self._example(site, input_slicer)
+            if example is not None:
+                break
+        arguments = recipe.arguments if recipe is not None else self.defaults(candidate)
+        return Usage(recipe, example, arguments)
+
+    def defaults(self, candidate: Candidate) -> dict[str, Any]:
+        """The constructor's parameters' values when it is called without arguments."""
+        return constructor_arguments(candidate, None, {}, self.classes)
+
+    def _covers(self, candidate: Candidate, call: ast.Call) -> bool:
+        """The call gives every required parameter (positionally, by name, or through ** / *)."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return True
+        given = {p.name for p, _ in zip([p for p in candidate.constructor if not p.keyword_only], call.args)}
+        given |= {k.arg for k in call.keywords}
+        return set(candidate.required_arguments) <= given
+
+    def _from_signature(self, candidate: Candidate, sites: list[_Site], model_names: set[str]) -> Recipe:
+        """A call from the constructor's signature: a parameter whose class is known (annotated,
+        or what the workspace passes: `gptconf = GPTConfig(...)`) is built from that class's
+        defaults; the rest are `...`, named in `missing`."""
+        evidence = self._argument_classes(candidate, sites)
+        arguments: list[str] = []
+        missing: list[str] = []
+        values: dict[str, Any] = {}
+        for parameter in candidate.constructor:
+            if parameter.has_default:
+                continue
+            cls = _annotated_class(parameter.annotation, self.classes) or evidence.get(parameter.name)
+            if cls is not None and cls in model_names:
+                info = self.classes[cls]
+                required = info.required
+                fields = ", ".join(f"{name}=..." for name, _ in required)
+                missing += [f"{cls}.{name}" + (f" ({annotation})" if annotation else "") for name, annotation in required]
+                value = f"{cls}({fields})"
+                values[parameter.name] = _evaluate_call(ast.parse(f"{cls}()", mode="eval").body, {}, self.classes) \
+                    if not required else UNKNOWN
+            else:
+                value = "..."
+                missing.append(parameter.name + (f" ({parameter.annotation})" if parameter.annotation else ""))
+            arguments.append(f"{parameter.name}={value}" if parameter.keyword_only else value)
+            values.setdefault(parameter.name, UNKNOWN)
+        defaults = self.defaults(candidate)
+        return Recipe((), f"{candidate.name}({', '.join(arguments)})", None, {**defaults, **values}, tuple(missing))
+
+    def _argument_classes(self, candidate: Candidate, sites: list[_Site]) -> dict[str, str]:
+        """Parameter -> the workspace class the sites pass for it (`GPT(gptconf)` after
+        `gptconf = GPTConfig(**checkpoint["model_args"])`)."""
+        found: dict[str, str] = {}
+        positional = [p.name for p in candidate.constructor if not p.keyword_only]
+        for site in sites:
+            given = [*zip(positional, site.call.args), *((k.arg, k.value) for k in site.call.keywords if k.arg)]
+            for name, value in given:
+                cls = self._class_made(value, site.chain)
+                if cls is not None:
+                    found.setdefault(name, cls)
+        return found
+
+    def _class_made(self, value: ast.expr, chain) -> str | None:
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in self.classes:
+            return value.func.id
+        if isinstance(value, ast.Name):
+            for block, index in chain:
+                for statement in reversed(block[:index]):
+                    if value.id in _bound_names(statement):
+                        made = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
+                        return self._class_made(made, ()) if made is not None else None
+        return None
+
+    def _example(self, site: _Site, slicer: _Slicer) -> ExampleCall | None:
+        """The first call of the model bound at the site, later in the same block, with inputs
+        the sources make from literals."""
+        block, index = site.chain[0]
+        model = site.bound_to
+        for later in range(index + 1, len(block)):
+            statement = block[later]
+            if model in _bound_names(statement):
+                return None
+            for node in _own_expressions(statement):
+                if not isinstance(node, ast.Call):
+                    continue
+                function = node.func
+                calls_model = (isinstance(function, ast.Name) and function.id == model) or (
+                    isinstance(function, ast.Attribute) and function.attr == "forward"
+                    and isinstance(function.value, ast.Name) and function.value.id == model)
+                if not calls_model or not (node.args or node.keywords):
+                    continue
+                expressions = [*node.args, *(k.value for k in node.keywords if k.arg)]
+                if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                    return None
+                if model in set().union(*(_free_names(e) for e in expressions)):
+                    return None
+                chain = ((block, later), *site.chain[1:])
+                statements = slicer.slice([_without_device(e) for e in expressions], chain,
+                                          _absolute_imports(site.source))
+                if statements is None or any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in statements):
+                    return None
+                return ExampleCall(tuple(ast.unparse(_without_device(s)) for s in statements),
+                                   tuple(ast.unparse(_without_device(a)) for a in node.args),
+                                   tuple((k.arg, ast.unparse(_without_device(k.value))) for k in node.keywords),
+                                   _origin(site))
+        return None
+
+
+def _annotated_class(annotation: str | None, classes: dict[str, ClassInfo]) -> str | None:
+    """The workspace class an annotation names (`ModelDimensions`, `"GPTConfig"`, `Optional[X]`)."""
+    if not annotation:
+        return None
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", annotation)
+    found = [n for n in names if n in classes]
+    return found[-1] if len(found) == 1 else None
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        names |= _bound_names(node)
+        if isinstance(node, (ast.If, ast.Try)):  # `try: import x except ImportError: ...`
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.stmt) and not isinstance(inner, (ast.If, ast.Try)):
+                    names |= _bound_names(inner)
+    return names
+
+
+def module_name(root: Path, file: Path) -> str | None:
+    """A workspace file's dotted name from the root, as the loader imports it."""
+    return ".".join(file.relative_to(root).with_suffix("").parts) if file.is_relative_to(root) else None
+
+
+def file_index(label: str, text: str) -> UsageIndex:
+    """The index of one file alone (the editor's action: it reads no other file); `label`: its
+    path from the root."""
+    return UsageIndex(python_source(label, text))
+
+
+def workspace_index(root: Path, files: list[Path], texts: dict[Path, str] | None = None) -> UsageIndex:
+    """The index of a workspace: its Python files and the Markdown documents at its top level."""
+    sources: list[Source] = []
+    for file in files:
+        text = (texts or {}).get(file)
+        if text is None:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        sources += python_source(file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name, text)
+    for document in sorted(root.glob("*.md")):
+        try:
+            sources += markdown_sources(document.name, document.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return UsageIndex(sources)
