@@ -125,12 +125,11 @@ class Obj:
 
 # --- sources -----------------------------------------------------------------------------------
 
-def python_source(label: str, text: str) -> list[Source]:
-    """A Python file (`label`: its path from the root), and its docstrings' doctest examples, as
-    sources (none if it does not parse)."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+def python_source(label: str, text: str, tree: ast.Module | None = None) -> list[Source]:
+    """A Python file (`label`: its path from the root; `tree`: the text parsed, if it was), and
+    its docstrings' doctest examples, as sources (none if it does not parse)."""
+    tree = tree if tree is not None else _parse(text)
+    if tree is None:
         return []
     parts = label[:-3].split("/") if label.endswith(".py") else None
     module = ".".join(parts) if parts else None  # pkg/__init__.py: `pkg.__init__`, whose package is pkg
@@ -348,30 +347,36 @@ def _own_expressions(statement: ast.stmt) -> Iterator[ast.AST]:
             stack.append(child)
 
 
-def _sites(name: str, sources: list[Source], model_module: str | None, unique: bool) -> Iterator[_Site]:
-    """The calls of the class `name` of the module `model_module` in the sources: in its own
-    file, or where an import binds the name to that module (or to a package above it, which
-    re-exports it); a document or doctest that imports nothing of the name counts when the
-    workspace has one class of that name."""
+def _calls_by_name(sources: list[Source]) -> dict[str, list[_Site]]:
+    """Every call of a plain name in the sources, by the name, in source order."""
+    found: dict[str, list[_Site]] = {}
     for source in sources:
-        imported = _absolute_imports(source).get(name)
-        if imported is not None:
-            origin = imported.module or "" if isinstance(imported, ast.ImportFrom) else ""
-            if model_module is None or not (model_module == origin or model_module.startswith(origin + ".")):
-                continue
-        elif source.module is not None and source.module != model_module:
-            continue
-        elif source.module is None and not unique:
-            continue
         for block, index, chain in _blocks(source.tree.body):
             statement = block[index]
             for node in _own_expressions(statement):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name:
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id[:1].isupper():
                     bound = None
                     if isinstance(statement, ast.Assign) and statement.value is node and len(statement.targets) == 1 \
                             and isinstance(statement.targets[0], ast.Name):
                         bound = statement.targets[0].id
-                    yield _Site(source, node, chain, bound)
+                    found.setdefault(node.func.id, []).append(_Site(source, node, chain, bound))
+    for sites in found.values():
+        sites.sort(key=lambda site: (sources.index(site.source), site.call.lineno, site.call.col_offset))
+    return found
+
+
+def _refers_to(site: _Site, imports: dict[str, ast.stmt], model_module: str | None, unique: bool) -> bool:
+    """The site's name is the class of the module `model_module`: called in its own file, or
+    where an import binds the name to that module (or to a package above it, which re-exports
+    it); in a document or doctest that imports nothing of the name, when the workspace has one
+    class of that name."""
+    imported = imports.get(site.call.func.id)  # type: ignore[attr-defined]
+    if imported is not None:
+        origin = imported.module or "" if isinstance(imported, ast.ImportFrom) else ""
+        return model_module is not None and (model_module == origin or model_module.startswith(origin + "."))
+    if site.source.module is not None:
+        return site.source.module == model_module
+    return unique
 
 
 def _free_names(node: ast.AST) -> set[str]:
@@ -522,9 +527,13 @@ class UsageIndex:
     classes: dict[str, ClassInfo] = field(init=False)
     workspace_names: set[str] = field(init=False)
     definitions: dict[str, int] = field(init=False)
+    calls: dict[str, list[_Site]] = field(init=False)  # name -> the calls of it
+    imports: dict[int, dict[str, ast.stmt]] = field(init=False)  # id(source) -> its absolute imports
 
     def __post_init__(self) -> None:
         self.classes = class_infos(self.sources)
+        self.calls = _calls_by_name(self.sources)
+        self.imports = {id(source): _absolute_imports(source) for source in self.sources}
         self.definitions: dict[str, int] = {}  # class name -> how many files define it
         for source in self.sources:
             if source.line_offset == 0:
@@ -542,10 +551,12 @@ class UsageIndex:
         input_slicer = _Slicer(model_names, self.workspace_names, tensors=True)
         recipe: Recipe | None = None
         recipe_site: _Site | None = None
-        sites = list(_sites(candidate.name, self.sources, model_module, self.definitions.get(candidate.name, 0) == 1))
+        unique = self.definitions.get(candidate.name, 0) == 1
+        sites = [site for site in self.calls.get(candidate.name, [])
+                 if _refers_to(site, self.imports[id(site.source)], model_module, unique)]
         if candidate.kind == "class" and candidate.needs_arguments:
             for site in sites:
-                imports = _absolute_imports(site.source)
+                imports = self.imports[id(site.source)]
                 statements = recipe_slicer.slice([*site.call.args, *(k.value for k in site.call.keywords)],
                                                  site.chain, imports)
                 if statements is None or not self._covers(candidate, site.call):
@@ -590,7 +601,8 @@ class UsageIndex:
         for parameter in candidate.constructor:
             if parameter.has_default:
                 continue
-            cls = _annotated_class(parameter.annotation, self.classes) or evidence.get(parameter.name)
+            cls = _annotated_class(parameter.annotation, self.classes) or evidence.get(parameter.name) \
+                or _conventional_config(candidate.name, parameter.name, self.classes)
             if cls is not None and cls in model_names:
                 info = self.classes[cls]
                 required = info.required
@@ -602,7 +614,7 @@ class UsageIndex:
             else:
                 value = "..."
                 missing.append(parameter.name + (f" ({parameter.annotation})" if parameter.annotation else ""))
-            arguments.append(f"{parameter.name}={value}" if parameter.keyword_only else value)
+            arguments.append(f"{parameter.name}={value}")
             values.setdefault(parameter.name, UNKNOWN)
         defaults = self.defaults(candidate)
         return Recipe((), f"{candidate.name}({', '.join(arguments)})", None, {**defaults, **values}, tuple(missing))
@@ -656,7 +668,7 @@ class UsageIndex:
                     return None
                 chain = ((block, later), *site.chain[1:])
                 statements = slicer.slice([_without_device(e) for e in expressions], chain,
-                                          _absolute_imports(site.source))
+                                          self.imports[id(site.source)])
                 if statements is None or any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in statements):
                     return None
                 return ExampleCall(tuple(ast.unparse(_without_device(s)) for s in statements),
@@ -664,6 +676,18 @@ class UsageIndex:
                                    tuple((k.arg, ast.unparse(_without_device(k.value))) for k in node.keywords),
                                    _origin(site))
         return None
+
+
+def _conventional_config(model: str, parameter: str, classes: dict[str, ClassInfo]) -> str | None:
+    """`GPT(config)` beside a class `GPTConfig`: the config class named after the model, for a
+    parameter that is a config by name (`config`, `cfg`, `model_config`, `args`)."""
+    lowered = parameter.lower()
+    if not (lowered in ("config", "cfg", "conf", "args", "params", "hparams") or lowered.endswith(("_config", "_cfg"))):
+        return None
+    for suffix in ("Config", "Cfg", "Args", "Params"):
+        if f"{model}{suffix}" in classes:
+            return f"{model}{suffix}"
+    return None
 
 
 def _annotated_class(annotation: str | None, classes: dict[str, ClassInfo]) -> str | None:
@@ -697,17 +721,13 @@ def file_index(label: str, text: str) -> UsageIndex:
     return UsageIndex(python_source(label, text))
 
 
-def workspace_index(root: Path, files: list[Path], texts: dict[Path, str] | None = None) -> UsageIndex:
-    """The index of a workspace: its Python files and the Markdown documents at its top level."""
+def workspace_index(root: Path, files: dict[Path, tuple[str, ast.Module]]) -> UsageIndex:
+    """The index of a workspace: its Python files (text and tree, by path) and the Markdown
+    documents at its top level."""
     sources: list[Source] = []
-    for file in files:
-        text = (texts or {}).get(file)
-        if text is None:
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-        sources += python_source(file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name, text)
+    for file, (text, tree) in files.items():
+        sources += python_source(file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name,
+                                 text, tree)
     for document in sorted(root.glob("*.md")):
         try:
             sources += markdown_sources(document.name, document.read_text(encoding="utf-8"))

@@ -125,6 +125,11 @@ def find_candidates(text: str) -> list[Candidate]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
+    return candidates_of(tree)
+
+
+def candidates_of(tree: ast.Module) -> list[Candidate]:
+    """The candidates of a parsed file, in file order."""
     return _Finder(tree).candidates()
 
 
@@ -398,6 +403,10 @@ def imports_torch(text: str) -> bool:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return False
+    return tree_imports_torch(tree)
+
+
+def tree_imports_torch(tree: ast.Module) -> bool:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
             return True

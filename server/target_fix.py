@@ -278,7 +278,7 @@ def recipe_builder(function: str, target: str, candidate: Candidate, recipe: Rec
     if recipe.missing:
         what = ", ".join(recipe.missing)
         lines.append(f"    # TODO: give the values marked ... below ({what}), then delete the raise.")
-        lines.append(f'    raise NotImplementedError("{function}: give {candidate.name} {_escape(what)}")')
+        lines.append(f'    raise NotImplementedError("{function}: give {candidate.name}\'s constructor arguments: {_escape(what)}")')
     lines += [f"    {line}" for statement in recipe.statements for line in statement.splitlines()]
     lines.append(f"    return {recipe.call}")
     return "\n".join(lines) + "\n"

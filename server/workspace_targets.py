@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from onnxlens.server.model_usage import module_name, workspace_index
-from onnxlens.server.target_candidates import Candidate, find_candidates, imports_torch
+from onnxlens.server.target_candidates import Candidate, candidates_of, tree_imports_torch
 from onnxlens.server.target_fix import Choice, config_file_for, configured_models, is_configured
 from onnxlens.server.workspace_models import is_model, workspace_parts
 
@@ -42,29 +42,27 @@ def workspace_choices(root: Path) -> list[Choice]:
     (server/workspace_models.py says which), each with how the workspace builds and calls it."""
     root = root.resolve()
     configured = configured_models(config_file_for(root))
-    files = python_files(root)
-    texts: dict[Path, str] = {}
+    parsed: dict[Path, tuple[str, ast.Module]] = {}
     candidates: dict[Path, list[Candidate]] = {}
-    for file in files:
+    for file in python_files(root):
         try:
             if file.stat().st_size > MAX_FILE_BYTES:
                 continue
             text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            parsed[file] = (text, ast.parse(text))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
-        texts[file] = text
-        if imports_torch(text):
-            candidates[file] = find_candidates(text)
+        if tree_imports_torch(parsed[file][1]):
+            candidates[file] = candidates_of(parsed[file][1])
     modules = {file: module_name(root, file) or file.stem for file in candidates}
     parts = workspace_parts({modules[file]: found for file, found in candidates.items()})
     chosen = [(file, candidate) for file, found in candidates.items() for candidate in found
               if is_model(candidate, found, modules[file], parts) and not is_configured(file, candidate, found, configured)]
     if not chosen:
         return []
-    index = workspace_index(root, [f for f in files if f in texts], texts)
-    trees: dict[Path, ast.Module] = {}
+    index = workspace_index(root, parsed)
     choices = []
     for file, candidate in chosen:
-        tree = trees.get(file) or trees.setdefault(file, ast.parse(texts[file]))
-        choices.append(Choice(file.resolve(), candidate, index.usage(candidate, tree, module_name(root, file))))
+        usage = index.usage(candidate, parsed[file][1], module_name(root, file))
+        choices.append(Choice(file.resolve(), candidate, usage))
     return choices
