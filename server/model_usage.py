@@ -721,13 +721,38 @@ def file_index(label: str, text: str) -> UsageIndex:
     return UsageIndex(python_source(label, text))
 
 
+TEST_DIRECTORIES = ("tests", "test")
+MAX_TEST_FILES = 200  # a test suite is read for how it calls the models, not walked whole
+MAX_SOURCE_BYTES = 2_000_000
+
+
+def test_files(root: Path) -> list[Path]:
+    """The .py files of the test directories at the root or one level below it (`tests/`,
+    `pkg/tests/`), sorted, at most MAX_TEST_FILES: the workspace scan leaves tests out, but how
+    a test builds and calls a model is how the repository means it to be used."""
+    found: list[Path] = []
+    for directory in [root / d for d in TEST_DIRECTORIES] + [c / d for c in sorted(root.iterdir()) if c.is_dir()
+                                                             and not c.name.startswith(".") for d in TEST_DIRECTORIES]:
+        if directory.is_dir() and not directory.is_symlink():
+            found += sorted(p for p in directory.rglob("*.py") if not p.is_symlink())
+        if len(found) >= MAX_TEST_FILES:
+            break
+    return found[:MAX_TEST_FILES]
+
+
 def workspace_index(root: Path, files: dict[Path, tuple[str, ast.Module]]) -> UsageIndex:
-    """The index of a workspace: its Python files (text and tree, by path) and the Markdown
-    documents at its top level."""
+    """The index of a workspace: its Python files (text and tree, by path), its test files
+    (test_files) and the Markdown documents at its top level."""
     sources: list[Source] = []
     for file, (text, tree) in files.items():
         sources += python_source(file.relative_to(root).as_posix() if file.is_relative_to(root) else file.name,
                                  text, tree)
+    for file in test_files(root):
+        try:
+            if file not in files and file.stat().st_size <= MAX_SOURCE_BYTES:
+                sources += python_source(file.relative_to(root).as_posix(), file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
     for document in sorted(root.glob("*.md")):
         try:
             sources += markdown_sources(document.name, document.read_text(encoding="utf-8"))

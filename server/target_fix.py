@@ -46,6 +46,7 @@ _SCALARS = {"int": "1", "float": "1.0", "bool": "False", "str": '""'}
 # vit-pytorch and torchvision spell them so).
 IMAGE_SIZE_PARAMETERS = ("img_size", "image_size")
 CHANNEL_PARAMETERS = ("in_chans", "in_channels", "channels", "num_channels")
+LARGE_IMAGE = 512 * 512  # pixels from which an example image has batch 1, not 2
 
 
 class TargetFixError(Exception):
@@ -263,7 +264,8 @@ def _image_shape(candidate: Candidate, arguments: dict[str, Any]) -> str | None:
     channels = arguments[channel_parameter] if channel_parameter else \
         candidate.first_layer.size if candidate.first_layer and candidate.first_layer.kind == "Conv2d" else 3
     told = f"{size_parameter}={size}" + (f", {channel_parameter}={channels}" if channel_parameter else "")
-    return f"torch.randn(2, {channels}, {height}, {width})  # batch 2; {told}"
+    batch = 1 if height * width >= LARGE_IMAGE else 2  # the export runs the model several times
+    return f"torch.randn({batch}, {channels}, {height}, {width})  # batch {batch}; {told}"
 
 
 def _positive_int(value: Any) -> int | None:
@@ -274,13 +276,13 @@ def recipe_builder(function: str, target: str, candidate: Candidate, recipe: Rec
     """A factory that builds the model as the workspace does (`recipe.origin`), or from its
     constructor's signature; what it cannot know is `...`, and a NotImplementedError names it."""
     where = f", built as {recipe.origin} builds it" if recipe.origin else ""
-    lines = [f"def {function}():", f'    """The model of the ONNX export target `{target}`{where}."""']
+    lines = [f"def {function}():", f'    """The model of the ONNX export target `{target}`{where}; in eval mode."""']
     if recipe.missing:
         what = ", ".join(recipe.missing)
         lines.append(f"    # TODO: give the values marked ... below ({what}), then delete the raise.")
         lines.append(f'    raise NotImplementedError("{function}: give {candidate.name}\'s constructor arguments: {_escape(what)}")')
     lines += [f"    {line}" for statement in recipe.statements for line in statement.splitlines()]
-    lines.append(f"    return {recipe.call}")
+    lines.append(f"    return {recipe.call}.eval()")
     return "\n".join(lines) + "\n"
 
 

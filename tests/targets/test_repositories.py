@@ -120,14 +120,14 @@ def test_segment_anything_models_and_not_their_blocks(segment_anything):
 def test_segment_anything_image_size_and_the_recipe_of_build_sam(segment_anything):
     _, _, texts = segment_anything
     inputs = function(texts["modeling/image_encoder.py"], "example_inputs_imageencodervit")
-    assert "x = torch.randn(2, 3, 1024, 1024)" in inputs  # img_size=1024, in_chans=3: not randn(2, 8)
+    assert "x = torch.randn(1, 3, 1024, 1024)" in inputs  # img_size=1024, in_chans=3 (batch 1: a large image)
     builder = function(texts["modeling/prompt_encoder.py"], "build_promptencoder")
     assert "build_sam.py:" in builder.splitlines()[1]  # the docstring says where the recipe is from
     for line in ("prompt_embed_dim = 256", "image_size = 1024", "vit_patch_size = 16",
                  "image_embedding_size = image_size // vit_patch_size",
                  "return PromptEncoder(embed_dim=prompt_embed_dim, image_embedding_size=(image_embedding_size, "
-                 "image_embedding_size), input_image_size=(image_size, image_size), mask_in_chans=16)"):
-        assert f"    {line}\n" in builder
+                 "image_embedding_size), input_image_size=(image_size, image_size), mask_in_chans=16).eval()"):
+        assert f"    {line}" in builder.splitlines()
     assert "NotImplementedError" not in builder
     decoder = function(texts["modeling/mask_decoder.py"], "build_maskdecoder")
     assert "    from modeling import TwoWayTransformer\n" in decoder  # build_sam.py's `from .modeling import`
