@@ -27,13 +27,15 @@ Time to first export = init + that cold check. A target is:
 
 * exported: status ok, with no hand edit;
 * asks: its `build_<name>()` raised the NotImplementedError init wrote, naming what to give;
-* failed: anything else; its first finding's code and message are recorded (a wrong guess of
-  init's inputs or builder, or a model that does not export as it is: the JSON tells which).
+* wrong guess: failed, with example inputs that hold a guess init marked `# TODO`;
+* failed as called: failed with inputs that nothing was guessed in (the repository's own call,
+  its config's sizes); the first finding's code and message are recorded for each.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.metadata
 import json
 import platform
@@ -96,15 +98,27 @@ def run(*args: str, cwd: Path, timeout: float = CHECK_TIMEOUT) -> tuple[subproce
     return process, time.perf_counter() - started
 
 
-def classify(target: dict) -> tuple[str, str]:
+def guessed(workspace: Path, reference: str) -> bool:
+    """The function init wrote for a target (its inputs) holds a guess it marked `# TODO`."""
+    file, _, name = reference.partition(":")
+    path = workspace / file
+    if not path.is_file():
+        return False
+    tree = ast.parse(path.read_text())
+    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    return function is not None and "TODO" in (ast.get_source_segment(path.read_text(), function) or "")
+
+
+def classify(target: dict, inputs_guessed: bool) -> tuple[str, str]:
     if target["status"] == "ok":
         return "exported", ""
     diagnostics = target["diagnostics"]
     first = diagnostics[0] if diagnostics else {"code": target["status"], "message": ""}
     message = first.get("message", "")
+    detail = f"{first.get('code')}: {message.splitlines()[0][:200] if message else ''}"
     if "NotImplementedError" in message and "build_" in message:
         return "asks", message.splitlines()[0][:200]
-    return "failed", f"{first.get('code')}: {message.splitlines()[0][:200] if message else ''}"
+    return ("wrong guess" if inputs_guessed else "failed as called"), detail
 
 
 def measure(repository: Repository, jobs: int) -> dict:
@@ -115,8 +129,10 @@ def measure(repository: Repository, jobs: int) -> dict:
         if init.returncode != 0:
             return {"name": repository.name, "source": source, "error": init.stderr.strip()}
         config = workspace / "pyproject.toml"
-        names = [t["name"] for t in tomllib.loads(config.read_text())["tool"]["onnxlens"]["target"]] \
+        configured = tomllib.loads(config.read_text())["tool"]["onnxlens"]["target"] \
             if "onnxlens" in config.read_text() else []
+        names = [t["name"] for t in configured]
+        inputs = {t["name"]: t["inputs"] for t in configured}
         result = {"name": repository.name, "source": source, "init_seconds": round(init_seconds, 2), "targets": []}
         if not names:
             return result
@@ -124,9 +140,10 @@ def measure(repository: Repository, jobs: int) -> dict:
         data = json.loads(check.stdout)
         result["check_seconds"] = round(check_seconds, 1)
         for target in data["targets"]:
-            outcome, detail = classify(target)
+            inputs_guessed = guessed(workspace, inputs[target["name"]])
+            outcome, detail = classify(target, inputs_guessed)
             result["targets"].append({"name": target["name"], "outcome": outcome, "detail": detail,
-                                      "seconds": target["seconds"]})
+                                      "seconds": target["seconds"], "inputs_guessed": inputs_guessed})
         exported = [t["name"] for t in result["targets"] if t["outcome"] == "exported"]
         if exported:
             first, seconds = run("check", str(workspace), "--target", exported[0], "--no-cache", "--format", "json",
@@ -138,18 +155,20 @@ def measure(repository: Repository, jobs: int) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| repository | code | targets found | exported, no hand edit | asks for values | failed "
-             "| time to first export (init + cold check of it) |", "|---|---|---|---|---|---|---|"]
+    lines = ["| repository | code | targets found | exported, no hand edit | asks for values | wrong guess "
+             "| failed as called | time to first export (init + cold check of it) |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['name']} | {r['source']} | init failed: {r['error']} | | | | |")
+            lines.append(f"| {r['name']} | {r['source']} | init failed: {r['error']} | | | | | |")
             continue
-        counts = {k: sum(t["outcome"] == k for t in r["targets"]) for k in ("exported", "asks", "failed")}
+        counts = {k: sum(t["outcome"] == k for t in r["targets"])
+                  for k in ("exported", "asks", "wrong guess", "failed as called")}
         first = r.get("first_export")
         timing = f"{first['seconds']} s ({first['target']}: {r['init_seconds']} + {first['check_seconds']} s)" \
             if first else "none exported"
         lines.append(f"| {r['name']} | {r['source']} | {len(r['targets'])} | {counts['exported']} | {counts['asks']} "
-                     f"| {counts['failed']} | {timing} |")
+                     f"| {counts['wrong guess']} | {counts['failed as called']} | {timing} |")
     return "\n".join(lines)
 
 
@@ -160,10 +179,11 @@ def details(results: list[dict]) -> str:
             continue
         parts.append(f"### {r['name']}\n\ninit {r['init_seconds']} s; check of all targets "
                      f"{r.get('check_seconds', 0)} s\n")
-        parts.append("| target | outcome | export s | first finding |\n|---|---|---|---|")
+        parts.append("| target | outcome | inputs guessed | export s | first finding |\n|---|---|---|---|---|")
         for t in r["targets"]:
             detail = t["detail"].replace("|", "\\|").replace("\n", " ")
-            parts.append(f"| {t['name']} | {t['outcome']} | {t['seconds']} | {detail} |")
+            parts.append(f"| {t['name']} | {t['outcome']} | {'yes' if t['inputs_guessed'] else 'no'} | {t['seconds']} "
+                         f"| {detail} |")
         parts.append("")
     return "\n".join(parts)
 
@@ -193,8 +213,11 @@ def main() -> int:
             + table(results) + "\n\n"
             "*exported*: status ok with nothing edited by hand. *asks for values*: the `build_<name>()` init "
             "wrote raises NotImplementedError naming the constructor values the repository does not give. "
-            "*failed*: any other outcome (a wrong guess of init's inputs or builder, a helper block taken for a "
-            "model, or a model that does not export as it is); the first finding of each is below.\n\n"
+            "*wrong guess*: failed, and the example inputs init wrote hold a guess it marked `# TODO` (no call "
+            "of the model in the repository told them). *failed as called*: failed with inputs the repository's "
+            "own call, its config or an nn.Embedding told (the model does not export so, or init's reading was "
+            "wrong: the first finding says which). A helper block taken for a model shows as one of these; the "
+            "per-target tables name every target.\n\n"
             "## Per target\n\n" + details(results))
     (HERE / "INIT.md").write_text(text)
     (HERE / "init_repos.json").write_text(json.dumps(results, indent=1) + "\n")

@@ -318,6 +318,11 @@ class _Site:
     chain: tuple[tuple[tuple[ast.stmt, ...], int], ...]  # (block, index of the statement), innermost first
     bound_to: str | None  # `model = Cls(...)`: the name the model is bound to
 
+    @property
+    def in_class(self) -> bool:
+        """The call is in a class's body or methods (another model building it as a part)."""
+        return any(isinstance(block[index], ast.ClassDef) for block, index in self.chain[1:])
+
 
 def _blocks(statements: list[ast.stmt], outer: tuple = ()) -> Iterator[tuple[tuple[ast.stmt, ...], int, tuple]]:
     """Every statement with its block and the enclosing (block, index) chain."""
@@ -543,6 +548,17 @@ class UsageIndex:
             n.name for s in self.sources for n in ast.walk(s.tree)
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.col_offset == 0}
 
+    def sites(self, name: str, model_module: str | None) -> list[_Site]:
+        """The calls of the class `name` of the module `model_module` in the sources."""
+        unique = self.definitions.get(name, 0) == 1
+        return [site for site in self.calls.get(name, [])
+                if _refers_to(site, self.imports[id(site.source)], model_module, unique)]
+
+    def built_outside_models(self, name: str, model_module: str | None) -> bool:
+        """The workspace builds the class itself: in a script, a test, a document, a `__main__`
+        block or a function, not only inside another class."""
+        return any(not site.in_class for site in self.sites(name, model_module))
+
     def usage(self, candidate: Candidate, model_tree: ast.Module, model_module: str | None) -> Usage:
         """The recipe (for a class built with arguments) and the example call of a candidate of
         the module `model_module` (its dotted name from the root, as Source.module)."""
@@ -551,9 +567,7 @@ class UsageIndex:
         input_slicer = _Slicer(model_names, self.workspace_names, tensors=True)
         recipe: Recipe | None = None
         recipe_site: _Site | None = None
-        unique = self.definitions.get(candidate.name, 0) == 1
-        sites = [site for site in self.calls.get(candidate.name, [])
-                 if _refers_to(site, self.imports[id(site.source)], model_module, unique)]
+        sites = self.sites(candidate.name, model_module)
         if candidate.kind == "class" and candidate.needs_arguments:
             for site in sites:
                 imports = self.imports[id(site.source)]

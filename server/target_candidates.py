@@ -174,9 +174,10 @@ class _Finder:
                     return True
             elif self.imports.imported(base):
                 origin = self.imports.resolve(base) or ""
-                # Not a module: typing/abc/dataclass-ish bases, and enum/exception hierarchies.
+                # Not a module: typing/abc/dataclass-ish bases, enum/exception hierarchies, and
+                # torch's own classes other than nn modules (`torch.autograd.Function`).
                 if origin.split(".")[0] not in {"typing", "abc", "enum", "dataclasses", "collections",
-                                                "typing_extensions", "pydantic"}:
+                                                "typing_extensions", "pydantic", "torch"}:
                     return True
         return False
 
@@ -211,57 +212,70 @@ class _Finder:
         return None
 
     def _parts(self, init: ast.FunctionDef | None) -> frozenset[tuple[str, str]]:
-        """The classes `__init__` calls (`Block(config)`, `layers.Block(...)`), directly or through
-        a top-level function of the file (`MBConv(...)` returning `MBConvResidual(...)`), as
-        (where, name): where is "" for a class of this file, else the module it is imported from
-        as the import spells it (`.vit`, `pkg.layers`). torch's own and unbound names left out."""
+        """The classes `__init__` uses (`Block(config)`, `layers.Block(...)`, `norm = RMSNorm`,
+        `partial(Block, ...)`), directly or through a top-level function of the file it calls
+        (`MBConv(...)` returning `MBConvResidual(...)`), as (where, name): where is "" for a
+        class of this file, else the module it is imported from as the import spells it
+        (`.vit`, `pkg.layers`). torch's own and unbound names left out."""
         if init is None:
             return frozenset()
         found = set()
-        functions = [init, *(self.functions[n] for _, n in self._called(init) if n in self.functions)]
+        functions = [init, *(self.functions[n] for w, n in self._referenced(init) if not w and n in self.functions)]
         for function in functions:
-            found |= {(where, name) for where, name in self._called(function) if name[:1].isupper()}
+            found |= {(where, name) for where, name in self._referenced(function) if name[:1].isupper()}
         return frozenset(found)
 
-    def _called(self, function: ast.FunctionDef) -> set[tuple[str, str]]:
-        called = set()
-        for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
-            func = call.func
-            if isinstance(func, ast.Name) and (func.id in self.classes or func.id in self.functions):
-                called.add(("", func.id))
-                continue
-            origin = self.imports.resolve(func)
-            if origin and not origin.startswith("torch.") and "." in origin:
-                where, _, name = origin.rpartition(".")
-                called.add((where, name))
-        return called
+    def _referenced(self, function: ast.FunctionDef) -> set[tuple[str, str]]:
+        """The file's classes and functions, and the imported names, that a function names."""
+        found = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and (node.id in self.classes or node.id in self.functions):
+                found.add(("", node.id))
+            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+                origin = self.imports.resolve(node)
+                if origin and not origin.startswith("torch.") and "." in origin:
+                    where, _, name = origin.rpartition(".")
+                    found.add((where, name))
+        return found
 
     def _token_inputs(self, init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
-                      parameters: list[Parameter]) -> tuple[tuple[str, str], ...]:
-        """forward's parameters passed straight to an nn.Embedding of `__init__`, by the attribute
-        it is bound to (`self.wte = nn.Embedding(...)`, `wte=nn.Embedding(...)` in a ModuleDict)."""
+                      parameters: list[Parameter], seen: frozenset[str] = frozenset()) -> tuple[tuple[str, str], ...]:
+        """forward's parameters passed (as they are, or cast: `x.long()`) to an nn.Embedding of
+        `__init__`, by the attribute it is bound to (`self.wte = nn.Embedding(...)`, `wte=` in a
+        ModuleDict), or to a class of this file whose forward does so with its first parameter
+        (`self.token_emb = TokenEmbedding(dim, num_tokens)`: its size in this `__init__`'s terms)."""
         if init is None or forward is None:
             return ()
-        sizes: dict[str, str] = {}
+        sizes: dict[str, str] = {}  # attribute -> its embedding's size
+        local: dict[str, str] = {}  # `emb = default(emb, TokenEmbedding(...))`: local name -> size
+        for node in sorted((n for n in ast.walk(init) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+            size = self._size_within(node.value, seen)
+            if size is None and isinstance(node.value, ast.Name):
+                size = local.get(node.value.id)
+            for target in node.targets:
+                if size is not None and isinstance(target, ast.Name):
+                    local.setdefault(target.id, size)
+                elif size is not None and isinstance(target, ast.Attribute):
+                    sizes.setdefault(target.attr, size)
         for node in ast.walk(init):
             pairs = []
-            if isinstance(node, ast.Assign):
-                pairs = [(t.attr, node.value) for t in node.targets if isinstance(t, ast.Attribute)]
-            elif isinstance(node, ast.Call):
+            if isinstance(node, ast.Call):
                 pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
             elif isinstance(node, ast.Dict):
                 pairs = [(k.value, v) for k, v in zip(node.keys, node.values)
                          if isinstance(k, ast.Constant) and isinstance(k.value, str)]
             for name, value in pairs:
-                size = self._embedding_size(value)
+                size = self._embedding_size(value) or self._wrapped_embedding_size(value, seen)
                 if size is not None:
                     sizes.setdefault(name, size)
         names = {p.name for p in parameters}
         found: dict[str, str] = {}
         for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
-            if isinstance(call.func, ast.Attribute) and call.func.attr in sizes and call.args \
-                    and isinstance(call.args[0], ast.Name) and call.args[0].id in names:
-                found.setdefault(call.args[0].id, sizes[call.func.attr])
+            if isinstance(call.func, ast.Attribute) and call.func.attr in sizes and call.args:
+                argument = _root_name(call.args[0])
+                if argument in names:
+                    found.setdefault(argument, sizes[call.func.attr])
         return tuple(found.items())
 
     def _embedding_size(self, value: ast.expr) -> str | None:
@@ -270,6 +284,42 @@ class _Finder:
         size = value.args[0] if value.args else next(
             (k.value for k in value.keywords if k.arg == LAYERS["Embedding"]), None)
         return ast.unparse(size) if size is not None else None
+
+    def _size_within(self, value: ast.expr, seen: frozenset[str]) -> str | None:
+        """The size of the first embedding built anywhere in an expression (`default(x, nn.Embedding(...))`)."""
+        for node in ast.walk(value):
+            if isinstance(node, ast.Call):
+                size = self._embedding_size(node) or self._wrapped_embedding_size(node, seen)
+                if size is not None:
+                    return size
+        return None
+
+    def _wrapped_embedding_size(self, value: ast.expr, seen: frozenset[str]) -> str | None:
+        """`TokenEmbedding(dim, num_tokens)` of a file class whose forward's first parameter is a
+        token input: its embedding's size, as the call's argument expression (or a literal)."""
+        if not isinstance(value, ast.Call) or not isinstance(value.func, ast.Name) \
+                or value.func.id not in self.classes or value.func.id in seen:
+            return None
+        node = self.classes[value.func.id]
+        init, _ = self._inherited(node, "__init__")
+        forward, _ = self._inherited(node, "forward")
+        forward_parameters = _parameters(forward)
+        if init is None or not forward_parameters:
+            return None
+        inner = dict(self._token_inputs(init, forward, forward_parameters, seen | {value.func.id}))
+        size = inner.get(forward_parameters[0].name)
+        if size is None:
+            return None
+        if _literal_int(_expression(size)) is not None:
+            return size
+        constructor = _parameters(init)
+        given = {p.name: a for p, a in zip([p for p in constructor if not p.keyword_only], value.args)}
+        given |= {k.arg: k.value for k in value.keywords if k.arg}
+        argument = given.get(size)
+        if argument is not None:
+            return ast.unparse(argument)
+        default = next((p.default for p in constructor if p.name == size), None)
+        return default if default is not None and _literal_int(_expression(default)) is not None else None
 
     def _class_candidate(self, node: ast.ClassDef, top_level: bool) -> Candidate:
         forward, _ = self._inherited(node, "forward")
@@ -388,6 +438,20 @@ def _own_nodes(function: ast.FunctionDef):
         yield node
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             stack.extend(ast.iter_child_nodes(node))
+
+
+def _root_name(node: ast.expr) -> str | None:
+    """`x`, `x.long()`, `x.to(dtype)`: the name the value comes from."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        node = node.func.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _expression(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _literal_int(node: ast.expr | None) -> int | None:

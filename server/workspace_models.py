@@ -3,9 +3,11 @@ what `onnxlens init` and the offer for a workspace without a config add a target
 
 * a factory function callable without arguments;
 * a top-level class that is a model of its own, not a building block:
-  - not a part: no other candidate class of the workspace calls it in its `__init__`
-    (`Block(config)` inside `GPT.__init__`), whatever its file — a class nothing builds is a
-    model even when it would fit in one;
+  - not a part: no other candidate class of the workspace uses it in its `__init__`
+    (`Block(config)` inside `GPT.__init__`, `norm_class = RMSNorm`), whatever its file — a class
+    nothing builds is a model even when it would fit in one — unless the workspace also builds
+    it outside any class (`model = TransformerWrapper(...)` in a `__main__` block, a script, a
+    test, the README): its authors use it on its own;
   - not a subclass of one of torch's own layers (`class LayerNorm(nn.LayerNorm)`): only
     nn.Module and the containers (`nn.Sequential`, `nn.ModuleList`, `nn.ModuleDict`) as torch
     bases, or a library's own base (BERT's `PreTrainedModel`);
@@ -30,10 +32,13 @@ from onnxlens.server.target_candidates import Candidate
 TORCH_MODEL_BASES = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict"})
 
 
-def is_model(candidate: Candidate, siblings: list[Candidate], module: str, parts: frozenset[tuple[str, str]]) -> bool:
+def is_model(candidate: Candidate, siblings: list[Candidate], module: str, parts: frozenset[tuple[str, str]],
+             built_outside_models: bool = False) -> bool:
     """The candidate is a model of its own (module docstring); `siblings`: its file's
     candidates, `module`: its file's dotted name from the root, `parts`: what the workspace's
-    candidate classes build in their `__init__` (workspace_parts)."""
+    candidate classes build in their `__init__` (workspace_parts); `built_outside_models`: the
+    workspace builds it outside any class too (a script, test, document, `__main__` block or
+    function: server/model_usage.py), which makes a part a model as well."""
     if not candidate.top_level:
         return False
     if candidate.kind == "factory":
@@ -42,8 +47,8 @@ def is_model(candidate: Candidate, siblings: list[Candidate], module: str, parts
         return False
     if candidate.forward is None and candidate.torch_base == "Module":
         return False
-    if any(name == candidate.name and (where == module or module.startswith(where + "."))
-           for where, name in parts):
+    if not built_outside_models and any(name == candidate.name and (where == module or module.startswith(where + "."))
+                                        for where, name in parts):
         return False
     return not any(s.kind == "factory" and not s.needs_arguments and s.model_class == candidate.name
                    for s in siblings)

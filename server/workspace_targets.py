@@ -54,13 +54,15 @@ def workspace_choices(root: Path) -> list[Choice]:
             continue
         if tree_imports_torch(parsed[file][1]):
             candidates[file] = candidates_of(parsed[file][1])
+    if not any(candidates.values()):
+        return []
     modules = {file: module_name(root, file) or file.stem for file in candidates}
     parts = workspace_parts({modules[file]: found for file, found in candidates.items()})
-    chosen = [(file, candidate) for file, found in candidates.items() for candidate in found
-              if is_model(candidate, found, modules[file], parts) and not is_configured(file, candidate, found, configured)]
-    if not chosen:
-        return []
     index = workspace_index(root, parsed)
+    chosen = [(file, candidate) for file, found in candidates.items() for candidate in found
+              if is_model(candidate, found, modules[file], parts,
+                          candidate.kind == "class" and index.built_outside_models(candidate.name, modules[file]))
+              and not is_configured(file, candidate, found, configured)]
     choices = []
     for file, candidate in chosen:
         usage = index.usage(candidate, parsed[file][1], module_name(root, file))
