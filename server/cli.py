@@ -171,7 +171,7 @@ def init(args: argparse.Namespace) -> int:
     choices = workspace_choices(root)
     if not choices:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
-              "(nn.Module classes constructed without arguments, and factory functions)")
+              "(top-level nn.Module models, not the blocks other models build, and model factory functions)")
         return EXIT_OK
     try:
         fix = plan_targets(root, choices)

@@ -688,7 +688,7 @@ class UsageIndex:
                 return ExampleCall(tuple(ast.unparse(_without_device(s)) for s in statements),
                                    tuple(ast.unparse(_without_device(a)) for a in node.args),
                                    tuple((k.arg, ast.unparse(_without_device(k.value))) for k in node.keywords),
-                                   _origin(site))
+                                   f"{site.source.label}:{node.lineno + site.source.line_offset}")
         return None
 
 

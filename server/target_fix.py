@@ -8,17 +8,23 @@ The edits, as plain insertions (server/edits.py):
   such table), or a `[[target]]` in onnxlens.toml when the workspace has that file. The user's
   bytes stay as they are: text is only appended, and the result must parse as TOML with the new
   targets in it, or there is no fix (an inline `tool.onnxlens = {...}` cannot be extended so);
-* in the model's file, after the class or function: `example_inputs_<name>()`, tensors from
-  `forward`'s parameters (below), and, for a class whose constructor needs arguments (or a
-  factory that does), a `build_<name>()` that raises NotImplementedError until the user gives
-  them: the export then says so on that line. `import torch` is added when the file lacks it.
+* in the model's file, after the class or function: `example_inputs_<name>()`, and, for a
+  class whose constructor needs arguments (or a factory that does), a `build_<name>()`: the
+  model built as the workspace builds it (server/model_usage.py's recipe), or from the
+  constructor's signature with `...` where nothing tells a value and a NotImplementedError on
+  the line before naming each (the export reports it there). `import torch` is added when the
+  file lacks it.
 
-Example inputs per parameter of forward without a default (when every parameter has one, the
-first: `input_ids=None` models need it): token ids (`input_ids`, `*_ids`, `tokens`) are
-`torch.randint(0, V, (2, 16))` with V the first nn.Embedding's literal size (else 1000),
-`attention_mask` is ones, the first other tensor follows the first layer (Linear: (2, in),
-Conv2d: (2, C, 32, 32), Conv1d: (2, C, 64)), and anything else is `torch.randn(2, 8)` marked
-TODO.
+Example inputs: the workspace's own call of the model (server/model_usage.py) when it has one;
+else per parameter of forward without a default (when every parameter has one, the first:
+`input_ids=None` models need it): token ids (a parameter forward feeds to an nn.Embedding, or
+named `input_ids`, `*_ids`, `tokens`) are `torch.randint(0, V, (2, 16))` with V the embedding's
+size as the model is built (else 1000, marked TODO), `attention_mask` is ones, an image of a
+model whose constructor says its size (`img_size`, `image_size`; channels from `in_chans`,
+`in_channels`, `channels`) is `torch.randn(B, C, H, W)` (B 1 from LARGE_IMAGE pixels, else 2),
+an `Optional[...]` parameter is None, the first other tensor follows the first layer (Linear:
+(2, in), Conv2d: (2, C, 32, 32), Conv1d: (2, C, 64)), and anything else is `torch.randn(2, 8)`
+marked TODO. docs/cli.md is the user's statement of these rules.
 
 Torch-free and LSP-free.
 """

@@ -152,7 +152,7 @@ def test_vit_pytorch_each_files_own_model_and_its_main_block(tmp_path):
     assert "built as vit_nd.py:211 builds it" in builder and "NotImplementedError" not in builder
     assert "input_shape=(8, 16, 32, 64)" in builder
     inputs = function(nd, builder_name.replace("build_", "example_inputs_"))
-    assert "occupancy_time = torch.randn(2, 3, 8, 16, 32, 64)" in inputs and "vit_nd.py:211" in inputs
+    assert "occupancy_time = torch.randn(2, 3, 8, 16, 32, 64)" in inputs and "vit_nd.py:231 calls it" in inputs
 
     simple = texts["simple_vit.py"]
     [builder_name] = re.findall(r"^def (build_simplevit\w*)\(", simple, re.MULTILINE)

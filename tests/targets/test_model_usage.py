@@ -1,0 +1,147 @@
+"""The rules of server/model_usage.py and server/workspace_models.py on small workspaces of our
+own, one rule each (the real repositories are in test_repositories.py): which statements a
+recipe may copy and which make a site incomplete, where usage is read (scripts, tests, README
+blocks, doctests), which call gives the example inputs, and which classes are parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from onnxlens.server.edits import apply_insertions
+from onnxlens.server.target_fix import plan_targets
+from onnxlens.server.workspace_targets import workspace_choices
+from tests.support.workspace import write
+
+MODEL = '''from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class NetConfig:
+    vocab_size: int = 50
+    width: int = 8
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Net(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed = nn.Embedding(config.vocab_size, config.width)
+        self.block = Block(config.width)
+
+    def forward(self, idx):
+        return self.block(self.embed(idx))
+'''
+
+
+def _init(root: Path) -> tuple[set[str], dict[str, str]]:
+    fix = plan_targets(root, workspace_choices(root))
+    texts = {}
+    for file in dict.fromkeys(i.file for i in fix.insertions):
+        path = Path(file)
+        texts[path.name] = apply_insertions(path.read_text() if path.exists() else "",
+                                            [i for i in fix.insertions if i.file == file])
+    return {t.candidate.name for t in fix.targets}, texts
+
+
+def test_a_site_that_loads_a_checkpoint_is_no_recipe_but_tells_the_config_class(tmp_path):
+    write(tmp_path / "model.py", MODEL.replace("class NetConfig", "class Settings").replace("NetConfig", "Settings"))
+    write(tmp_path / "sample.py", "import torch\nfrom model import Net, Settings\n\n"
+                                  "checkpoint = torch.load('ckpt.pt')\nconf = Settings(**checkpoint['args'])\n"
+                                  "model = Net(conf)\n")
+    names, texts = _init(tmp_path)
+    assert names == {"Net"}  # Block is built in Net.__init__: a part
+    model = texts["model.py"]
+    assert "    return Net(config=Settings()).eval()\n" in model  # the class sample.py passes, its defaults
+    assert "torch.load" not in model
+    assert "    idx = torch.randint(0, 50, (2, 16))" in model  # Settings.vocab_size's default
+
+
+def test_a_readme_block_is_a_recipe_and_its_values_size_the_ids(tmp_path):
+    write(tmp_path / "model.py", MODEL)
+    write(tmp_path / "README.md", "# Net\n\n```python\nfrom model import Net, NetConfig\nconf = NetConfig()\n"
+                                  "conf.vocab_size = 300\nnet = Net(conf)\n```\n")
+    _, texts = _init(tmp_path)
+    model = texts["model.py"]
+    assert "built as README.md:7 builds it" in model
+    assert "    conf = NetConfig()\n    conf.vocab_size = 300\n    return Net(conf).eval()\n" in model
+    assert "    idx = torch.randint(0, 300, (2, 16))" in model
+
+
+def test_a_test_files_call_gives_the_inputs_without_its_device(tmp_path):
+    write(tmp_path / "model.py", MODEL)
+    write(tmp_path / "tests" / "test_net.py", "import torch\nfrom model import Net, NetConfig\n\n\n"
+                                              "def test_net():\n    device = 'cuda'\n"
+                                              "    net = Net(NetConfig(vocab_size=20))\n"
+                                              "    tokens = torch.zeros((1, 5), dtype=torch.long, device=device)\n"
+                                              "    assert net(tokens).shape == (1, 5, 8)\n")
+    _, texts = _init(tmp_path)
+    model = texts["model.py"]
+    assert "    return Net(NetConfig(vocab_size=20)).eval()\n" in model  # from tests/test_net.py:7
+    assert "    tokens = torch.zeros((1, 5), dtype=torch.long)\n    return (tokens,)\n" in model
+    assert "tests/test_net.py:9 calls it" in model  # the call, not the construction
+
+
+def test_a_doctest_is_read_and_a_reassigned_model_is_not_called_for_inputs(tmp_path):
+    write(tmp_path / "model.py", MODEL.replace('''class Net(nn.Module):
+''', '''class Net(nn.Module):
+    """A net.
+
+    >>> net = Net(NetConfig(width=4))
+    >>> net = torch.compile(net)
+    >>> net(torch.zeros(2, 3, dtype=torch.long)).shape
+    """
+'''))
+    _, texts = _init(tmp_path)
+    model = texts["model.py"]
+    assert "    return Net(NetConfig(width=4)).eval()\n" in model
+    assert "calls it" not in model and "    idx = torch.randint(0, 50, (2, 16))" in model
+
+
+def test_a_part_by_reference_and_a_part_built_on_its_own(tmp_path):
+    write(tmp_path / "layers.py", '''from torch import nn
+
+
+class Norm(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Mixer(nn.Module):
+    def forward(self, x):
+        return x * 2
+''')
+    write(tmp_path / "model.py", '''import torch
+from torch import nn
+from layers import Mixer, Norm
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        norm_class = Norm  # used, not called, here
+        self.norm = norm_class()
+        self.mix = Mixer()
+
+    def forward(self, x):
+        return self.mix(self.norm(x))
+
+
+if __name__ == "__main__":
+    mixer = Mixer()  # built on its own too: a model of its own
+    print(mixer(torch.randn(3, 4)))
+''')
+    names, texts = _init(tmp_path)
+    assert names == {"Model", "Mixer"}
+    assert "    x = torch.randn(3, 4)\n    return (x,)\n" not in texts["layers.py"]  # an inline argument
+    assert "model.py:19 calls it" in texts["layers.py"] and "torch.randn(3, 4)" in texts["layers.py"]
