@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from onnxlens.server.target_candidates import Candidate
+from onnxlens.server.target_candidates import Candidate, absolute_module, parameters_of, parse_expression
 
 # Builtins a recipe may call: they compute, they read nothing.
 PURE_BUILTINS = frozenset({"dict", "tuple", "list", "set", "frozenset", "int", "float", "str", "bool", "len",
@@ -176,12 +176,7 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     init = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
     fields: list[tuple[str, str | None, str | None]] = []
     if init is not None:
-        arguments = init.args
-        positional = [*arguments.posonlyargs, *arguments.args][1:]
-        defaults = [None] * (len(positional) - len(arguments.defaults)) + list(arguments.defaults)
-        pairs = [*zip(positional, defaults), *zip(arguments.kwonlyargs, arguments.kw_defaults)]
-        fields = [(a.arg, ast.unparse(a.annotation) if a.annotation else None,
-                   ast.unparse(d) if d is not None else None) for a, d in pairs]
+        fields = [(p.name, p.annotation, p.default) for p in parameters_of(init)]
     else:  # a dataclass or NamedTuple: its annotated class attributes
         for item in node.body:
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) \
@@ -247,7 +242,7 @@ def _evaluate_call(call: ast.Call, env: dict[str, Any], classes: dict[str, Class
     function = call.func
     if isinstance(function, ast.Name) and function.id in classes:
         info = classes[function.id]
-        values = {name: evaluate(_parse_expression(default), {}, classes) if default is not None else UNKNOWN
+        values = {name: evaluate(parse_expression(default), {}, classes) if default is not None else UNKNOWN
                   for name, _, default in info.fields}
         names = [name for name, _, _ in info.fields]
         for name, argument in zip(names, call.args):
@@ -259,17 +254,10 @@ def _evaluate_call(call: ast.Call, env: dict[str, Any], classes: dict[str, Class
     if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) \
             and function.value.id in classes and function.attr in classes[function.value.id].builders:
         filled = classes[function.value.id].builders[function.attr]
-        return Obj(function.value.id, {k: evaluate(_parse_expression(v), {}, classes) for k, v in filled.items()})
+        return Obj(function.value.id, {k: evaluate(parse_expression(v), {}, classes) for k, v in filled.items()})
     if isinstance(function, ast.Name) and function.id == "dict":
         return Obj("dict", {k.arg: evaluate(k.value, env, classes) for k in call.keywords if k.arg})
     return UNKNOWN
-
-
-def _parse_expression(text: str) -> ast.expr | None:
-    try:
-        return ast.parse(text, mode="eval").body
-    except (SyntaxError, ValueError):
-        return None
 
 
 def run_statements(statements: list[ast.stmt], classes: dict[str, ClassInfo]) -> dict[str, Any]:
@@ -292,7 +280,7 @@ def run_statements(statements: list[ast.stmt], classes: dict[str, ClassInfo]) ->
 def constructor_arguments(candidate: Candidate, call: ast.Call | None, env: dict[str, Any],
                           classes: dict[str, ClassInfo]) -> dict[str, Any]:
     """The values `__init__`'s parameters take for a call (their defaults where not given)."""
-    values = {p.name: evaluate(_parse_expression(p.default), {}, classes) if p.default else UNKNOWN
+    values = {p.name: evaluate(parse_expression(p.default), {}, classes) if p.default else UNKNOWN
               for p in candidate.constructor}
     if call is not None:
         positional = [p.name for p in candidate.constructor if not p.keyword_only]
@@ -306,7 +294,7 @@ def constructor_arguments(candidate: Candidate, call: ast.Call | None, env: dict
 
 def value_of(expression: str, arguments: dict[str, Any], classes: dict[str, ClassInfo]) -> Any:
     """An `__init__` expression (`config.vocab_size`) evaluated with the constructor's arguments."""
-    return evaluate(_parse_expression(expression), arguments, classes)
+    return evaluate(parse_expression(expression), arguments, classes)
 
 
 # --- sites and slices --------------------------------------------------------------------------
@@ -490,16 +478,13 @@ def _absolute_imports(source: Source) -> dict[str, ast.stmt]:
     one made absolute from the source's place: the loader imports workspace files under their
     dotted names relative to the root)."""
     found = {}
-    package = source.module.split(".")[:-1] if source.module else None
     for node in ast.walk(source.tree):
         if not isinstance(node, ast.ImportFrom):
             continue
         module = node.module
         if node.level:
-            if package is None or node.level - 1 > len(package):
-                continue
-            base = package[:len(package) - (node.level - 1)]
-            module = ".".join([*base, *([node.module] if node.module else [])])
+            spelled = "." * node.level + (node.module or "")
+            module = absolute_module(spelled, source.module) if source.module else None
         if not module:
             continue
         for alias in node.names:

@@ -303,31 +303,31 @@ class _Finder:
         node = self.classes[value.func.id]
         init, _ = self._inherited(node, "__init__")
         forward, _ = self._inherited(node, "forward")
-        forward_parameters = _parameters(forward)
+        forward_parameters = parameters_of(forward)
         if init is None or not forward_parameters:
             return None
         inner = dict(self._token_inputs(init, forward, forward_parameters, seen | {value.func.id}))
         size = inner.get(forward_parameters[0].name)
         if size is None:
             return None
-        if _literal_int(_expression(size)) is not None:
+        if _literal_int(parse_expression(size)) is not None:
             return size
-        constructor = _parameters(init)
+        constructor = parameters_of(init)
         given = {p.name: a for p, a in zip([p for p in constructor if not p.keyword_only], value.args)}
         given |= {k.arg: k.value for k in value.keywords if k.arg}
         argument = given.get(size)
         if argument is not None:
             return ast.unparse(argument)
         default = next((p.default for p in constructor if p.name == size), None)
-        return default if default is not None and _literal_int(_expression(default)) is not None else None
+        return default if default is not None and _literal_int(parse_expression(default)) is not None else None
 
     def _class_candidate(self, node: ast.ClassDef, top_level: bool) -> Candidate:
         forward, _ = self._inherited(node, "forward")
         init, unknown_init = self._inherited(node, "__init__")
-        constructor = tuple(_parameters(init)) if init else ()
+        constructor = tuple(parameters_of(init)) if init else ()
         required = tuple(p.name for p in constructor if not p.has_default)
         first_layer, vocabulary = self._sizes(init)
-        forward_parameters = _parameters(forward)
+        forward_parameters = parameters_of(forward)
         return Candidate(
             name=node.name, kind="class", line=node.lineno, end_line=node.end_lineno or node.lineno,
             forward=tuple(forward_parameters) if forward else None,
@@ -385,13 +385,13 @@ class _Finder:
             return None
         model_class = returned or annotated or None
         model = modules.get(model_class) if model_class else None
-        required = tuple(p.name for p in _parameters(node) if not p.has_default)
+        required = tuple(p.name for p in parameters_of(node) if not p.has_default)
         return Candidate(
             name=node.name, kind="factory", line=node.lineno, end_line=node.end_lineno or node.lineno,
             forward=model.forward if model else None, needs_arguments=bool(required),
             required_arguments=required, first_layer=model.first_layer if model else None,
             vocabulary=model.vocabulary if model else None, model_class=model_class,
-            constructor=tuple(_parameters(node)), token_inputs=model.token_inputs if model else ())
+            constructor=tuple(parameters_of(node)), token_inputs=model.token_inputs if model else ())
 
     def candidates(self) -> list[Candidate]:
         top = set(id(n) for n in self.tree.body)
@@ -408,7 +408,7 @@ def _method(node: ast.ClassDef, name: str) -> ast.FunctionDef | None:
                  and item.name == name), None)
 
 
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[Parameter]:
+def parameters_of(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> list[Parameter]:
     """The named parameters after `self` (a method) or all (a function); *args and **kwargs
     are left out (they need nothing)."""
     if function is None:
@@ -447,11 +447,29 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _expression(text: str) -> ast.expr | None:
+def parse_expression(text: str | None) -> ast.expr | None:
+    """An expression's source parsed; None when there is none or it does not parse."""
+    if text is None:
+        return None
     try:
         return ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError):
         return None
+
+
+def absolute_module(spelled: str, module: str) -> str | None:
+    """The module an import in `module` names (`.vit`, `..modeling`, `pkg.layers`; "" for
+    `module` itself), as a dotted name from the root; None when it climbs above the root."""
+    if not spelled:
+        return module
+    if not spelled.startswith("."):
+        return spelled
+    level = len(spelled) - len(spelled.lstrip("."))
+    package = module.split(".")[:-1]
+    if level - 1 > len(package):
+        return None
+    rest = spelled[level:]
+    return ".".join([*package[:len(package) - (level - 1)], *([rest] if rest else [])])
 
 
 def _literal_int(node: ast.expr | None) -> int | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onnxlens.server.target_candidates import Candidate
+from onnxlens.server.target_candidates import Candidate, absolute_module
 
 TORCH_MODEL_BASES = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict"})
 
@@ -62,23 +62,7 @@ def workspace_parts(candidates: dict[str, list[Candidate]]) -> frozenset[tuple[s
     for module, in_file in candidates.items():
         for candidate in in_file:
             for where, name in candidate.parts if candidate.kind == "class" else ():
-                origin = _absolute(where, module)
+                origin = absolute_module(where, module)
                 if origin is not None and (origin, name) != (module, candidate.name):
                     found.add((origin, name))
     return frozenset(found)
-
-
-def _absolute(where: str, module: str) -> str | None:
-    """The module an import spells (`.vit`, `..modeling`, `pkg.layers`, "" for the file itself)
-    as a dotted name from the root, for an import in `module`."""
-    if not where:
-        return module
-    if not where.startswith("."):
-        return where
-    level = len(where) - len(where.lstrip("."))
-    package = module.split(".")[:-1]
-    if level - 1 > len(package):
-        return None
-    base = package[:len(package) - (level - 1)]
-    rest = where[level:]
-    return ".".join([*base, *([rest] if rest else [])])
