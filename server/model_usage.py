@@ -30,6 +30,7 @@ Torch-free and LSP-free.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import doctest
 import re
 from dataclasses import dataclass, field
@@ -68,6 +69,7 @@ class ClassInfo:
     name: str
     fields: tuple[tuple[str, str | None, str | None], ...]  # (name, annotation, default source)
     builders: dict[str, dict[str, str]] = field(default_factory=dict)
+    module: str | None = None  # the dotted name of the file that defines it
 
     @property
     def required(self) -> list[tuple[str, str | None]]:
@@ -168,7 +170,7 @@ def class_infos(sources: list[Source]) -> dict[str, ClassInfo]:
     for source in sources:
         for node in ast.walk(source.tree):
             if isinstance(node, ast.ClassDef) and node.name not in found:
-                found[node.name] = _class_info(node)
+                found[node.name] = dataclasses.replace(_class_info(node), module=source.module)
     return found
 
 
@@ -554,19 +556,16 @@ class UsageIndex:
         recipe_site: _Site | None = None
         sites = self.sites(candidate.name, model_module)
         if candidate.kind == "class" and candidate.needs_arguments:
-            for site in sites:
-                imports = self.imports[id(site.source)]
-                statements = recipe_slicer.slice([*site.call.args, *(k.value for k in site.call.keywords)],
-                                                 site.chain, imports)
-                if statements is None or not self._covers(candidate, site.call):
-                    continue
+            found = self._site_recipe(sites, set(candidate.required_arguments),
+                                      [p.name for p in candidate.constructor if not p.keyword_only], recipe_slicer)
+            if found is not None:
+                statements, recipe_site = found
                 env = run_statements(statements, self.classes)
-                recipe = Recipe(tuple(ast.unparse(s) for s in statements), ast.unparse(site.call), _origin(site),
-                                constructor_arguments(candidate, site.call, env, self.classes))
-                recipe_site = site
-                break
-            if recipe is None:
-                recipe = self._from_signature(candidate, sites, model_names)
+                recipe = Recipe(tuple(ast.unparse(s) for s in statements), ast.unparse(recipe_site.call),
+                                _origin(recipe_site),
+                                constructor_arguments(candidate, recipe_site.call, env, self.classes))
+            else:
+                recipe = self._from_signature(candidate, sites, model_names, recipe_slicer)
         example = None
         for site in sites:
             if site.bound_to is None or (site is not recipe_site and (site.call.args or site.call.keywords)):
@@ -581,20 +580,31 @@ class UsageIndex:
         """The constructor's parameters' values when it is called without arguments."""
         return constructor_arguments(candidate, None, {}, self.classes)
 
-    def _covers(self, candidate: Candidate, call: ast.Call) -> bool:
-        """The call gives every required parameter (positionally, by name, or through ** / *)."""
-        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-            return True
-        given = {p.name for p, _ in zip([p for p in candidate.constructor if not p.keyword_only], call.args)}
-        given |= {k.arg for k in call.keywords}
-        return set(candidate.required_arguments) <= given
+    def _site_recipe(self, sites: list[_Site], required: set[str], positional: list[str], slicer: _Slicer
+                     ) -> tuple[list[ast.stmt], _Site] | None:
+        """The first site whose call gives every required parameter and whose slice is
+        self-contained: its statements and the site."""
+        for site in sites:
+            if not _covers(site.call, required, positional):
+                continue
+            statements = slicer.slice([*site.call.args, *(k.value for k in site.call.keywords)], site.chain,
+                                      self.imports[id(site.source)])
+            if statements is not None:
+                return statements, site
+        return None
 
-    def _from_signature(self, candidate: Candidate, sites: list[_Site], model_names: set[str]) -> Recipe:
-        """A call from the constructor's signature: a parameter whose class is known (annotated,
-        or what the workspace passes: `gptconf = GPTConfig(...)`) is built from that class's
-        defaults; the rest are `...`, named in `missing`."""
+    def _from_signature(self, candidate: Candidate, sites: list[_Site], model_names: set[str],
+                        slicer: _Slicer) -> Recipe:
+        """A call from the constructor's signature. A parameter whose class is known (annotated,
+        what the workspace passes: `gptconf = GPTConfig(...)`, or a config class named after the
+        model) is that class built as the workspace builds it (`prompt_encoder=` from
+        build_sam.py's `PromptEncoder(...)`: its statements joined to the factory's while their
+        names agree), or from its defaults, with `...` for fields without one; any other
+        required parameter is `...`. Every `...` is named in `missing`."""
         evidence = self._argument_classes(candidate, sites)
         arguments: list[str] = []
+        statements: dict[str, str] = {}  # the joined statements, by source, with the names they bind
+        bound: dict[str, str] = {}
         missing: list[str] = []
         values: dict[str, Any] = {}
         for parameter in candidate.constructor:
@@ -602,21 +612,28 @@ class UsageIndex:
                 continue
             cls = _annotated_class(parameter.annotation, self.classes) or evidence.get(parameter.name) \
                 or _conventional_config(candidate.name, parameter.name, self.classes)
+            value = "..."
             if cls is not None and cls in model_names:
                 info = self.classes[cls]
                 required = info.required
-                fields = ", ".join(f"{name}=..." for name, _ in required)
-                missing += [f"{cls}.{name}" + (f" ({annotation})" if annotation else "") for name, annotation in required]
-                value = f"{cls}({fields})"
-                values[parameter.name] = _evaluate_call(ast.parse(f"{cls}()", mode="eval").body, {}, self.classes) \
-                    if not required else UNKNOWN
+                built = self._site_recipe(self.sites(cls, info.module), {n for n, _ in required},
+                                          [n for n, _, _ in info.fields], slicer) if required else None
+                if built is not None and _join(built[0], statements, bound):
+                    value = ast.unparse(built[1].call)
+                    values[parameter.name] = evaluate(built[1].call, run_statements(built[0], self.classes), self.classes)
+                else:
+                    value = f"{cls}({', '.join(f'{name}=...' for name, _ in required)})"
+                    missing += [f"{cls}.{name}" + (f" ({annotation})" if annotation else "")
+                                for name, annotation in required]
+                    values[parameter.name] = UNKNOWN if required else \
+                        _evaluate_call(ast.parse(f"{cls}()", mode="eval").body, {}, self.classes)
             else:
-                value = "..."
                 missing.append(parameter.name + (f" ({parameter.annotation})" if parameter.annotation else ""))
             arguments.append(f"{parameter.name}={value}")
             values.setdefault(parameter.name, UNKNOWN)
         defaults = self.defaults(candidate)
-        return Recipe((), f"{candidate.name}({', '.join(arguments)})", None, {**defaults, **values}, tuple(missing))
+        return Recipe(tuple(statements), f"{candidate.name}({', '.join(arguments)})", None,
+                      {**defaults, **values}, tuple(missing))
 
     def _argument_classes(self, candidate: Candidate, sites: list[_Site]) -> dict[str, str]:
         """Parameter -> the workspace class the sites pass for it (`GPT(gptconf)` after
@@ -675,6 +692,27 @@ class UsageIndex:
                                    tuple((k.arg, ast.unparse(_without_device(k.value))) for k in node.keywords),
                                    f"{site.source.label}:{node.lineno + site.source.line_offset}")
         return None
+
+
+def _covers(call: ast.Call, required: set[str], positional: list[str]) -> bool:
+    """The call gives every required parameter (positionally, by name, or through ** / *)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    given = {name for name, _ in zip(positional, call.args)} | {k.arg for k in call.keywords}
+    return required <= given
+
+
+def _join(statements: list[ast.stmt], joined: dict[str, str], bound: dict[str, str]) -> bool:
+    """Adds a recipe's statements to `joined` (source -> itself, in order) unless one binds a
+    name another statement binds differently; whether they were added."""
+    sources = [ast.unparse(s) for s in statements]
+    names = [{n: text for n in _bound_names(s)} for s, text in zip(statements, sources)]
+    if any(bound.get(n, text) != text for given in names for n, text in given.items()):
+        return False
+    for text, given in zip(sources, names):
+        joined.setdefault(text, text)
+        bound.update(given)
+    return True
 
 
 def _conventional_config(model: str, parameter: str, classes: dict[str, ClassInfo]) -> str | None:

@@ -12,8 +12,10 @@ sources by hand:
   PromptEncoder, MaskDecoder, TwoWayTransformer and Sam are built by build_sam.py's
   `_build_sam` (a function, not an `__init__`); SamOnnxModel (utils/onnx.py) wraps Sam. Block,
   Attention, PatchEmbed, MLPBlock, LayerNorm2d, MLP, TwoWayAttentionBlock and
-  PositionEmbeddingRandom are parts. `_build_sam` builds the prompt encoder from local literals
-  (`prompt_embed_dim = 256`, `image_size = 1024`, `vit_patch_size = 16`).
+  PositionEmbeddingRandom are parts. `_build_sam` builds the prompt encoder and the mask decoder
+  from local literals (`prompt_embed_dim = 256`, `image_size = 1024`, `vit_patch_size = 16`), and
+  the image encoder from its arguments (not literals); Sam's parameters are annotated with the
+  three classes.
 * vit_pytorch: every file defines its own FeedForward/Attention/Transformer parts and its model;
   vit.py's ViT takes keyword-only sizes no file gives; vit_nd.py's `__main__` builds a ViTND and
   calls it on `torch.randn(2, 3, 8, 16, 32, 64)`; simple_vit.py's SimpleViT is not the
@@ -134,6 +136,18 @@ def test_segment_anything_image_size_and_the_recipe_of_build_sam(segment_anythin
     assert "transformer=TwoWayTransformer(depth=2, embedding_dim=prompt_embed_dim, mlp_dim=2048, num_heads=8)" in decoder
     inputs = function(texts["modeling/prompt_encoder.py"], "example_inputs_promptencoder")
     assert "points = None" in inputs  # Optional[Tuple[...]]: None is a value forward takes
+
+    # Sam(image_encoder: ImageEncoderViT, prompt_encoder: PromptEncoder, mask_decoder: MaskDecoder):
+    # each part built as build_sam.py builds it (ImageEncoderViT from its defaults), their
+    # statements joined; nothing left to ask.
+    sam = function(texts["modeling/sam.py"], "build_sam")
+    assert "NotImplementedError" not in sam
+    assert "    return Sam(image_encoder=ImageEncoderViT(), prompt_encoder=PromptEncoder(embed_dim=prompt_embed_dim, " in sam
+    assert "mask_decoder=MaskDecoder(num_multimask_outputs=3, transformer=TwoWayTransformer(" in sam
+    assert sam.count("    prompt_embed_dim = 256\n") == 1
+    onnx_model = function(texts["utils/onnx.py"], "build_samonnxmodel")  # SamOnnxModel(model: Sam, return_single_mask: bool)
+    [raise_line] = [line for line in onnx_model.splitlines() if "raise NotImplementedError" in line]
+    assert "return_single_mask (bool)" in raise_line
 
 
 def test_vit_pytorch_each_files_own_model_and_its_main_block(tmp_path):
