@@ -198,7 +198,7 @@ def main() -> int:
     for repository in chosen:
         print(f"init_repos: {repository.name} ...", file=sys.stderr, flush=True)
         results.append(measure(repository, args.jobs))
-        print(json.dumps(results[-1])[:400], file=sys.stderr, flush=True)
+        (HERE / "init_repos.json").write_text(json.dumps(results, indent=1) + "\n")  # so far: a long run shows
     commit = subprocess.run(["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", str(HERE.parent), "status", "--porcelain", "--", "server", "exporter"],
