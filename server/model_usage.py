@@ -140,8 +140,11 @@ def python_source(label: str, text: str, tree: ast.Module | None = None) -> list
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             docstring = ast.get_docstring(node, clean=True)
             if docstring and ">>>" in docstring:
-                code = "\n".join(e.source.rstrip("\n") for e in doctest.DocTestParser().get_examples(docstring))
-                snippet = _parse(code)
+                try:
+                    examples = doctest.DocTestParser().get_examples(docstring)
+                except ValueError:  # not a well-formed doctest (a `>>>>>>>` merge marker, bad indents)
+                    continue
+                snippet = _parse("\n".join(e.source.rstrip("\n") for e in examples))
                 if snippet is not None:
                     found.append(Source(label, snippet, getattr(node, "lineno", 1)))
     return found
@@ -164,11 +167,12 @@ def _parse(code: str) -> ast.Module | None:
         return None
 
 
-def class_infos(sources: list[Source]) -> dict[str, ClassInfo]:
-    """Every class the sources define, by name (the first definition of a name wins)."""
+def class_infos(sources: list[Source], nodes: dict[int, list[ast.AST]]) -> dict[str, ClassInfo]:
+    """Every class the sources define, by name (the first definition of a name wins); `nodes`:
+    each source's nodes by id(source)."""
     found: dict[str, ClassInfo] = {}
     for source in sources:
-        for node in ast.walk(source.tree):
+        for node in nodes[id(source)]:
             if isinstance(node, ast.ClassDef) and node.name not in found:
                 found[node.name] = dataclasses.replace(_class_info(node), module=source.module)
     return found
@@ -455,8 +459,9 @@ class _Slicer:
                         isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     continue  # names bound so are resolved below, by the model's file or an import
                 if bound:
-                    if isinstance(statement, ast.AugAssign) or not self.pure(statement, set()):
-                        return None
+                    if isinstance(statement, ast.AugAssign) or getattr(statement, "value", None) is None \
+                            or not self.pure(statement, set()):
+                        return None  # `x += 1`, a bare `x: int`, a `for`/`with` target: not a plain value
                     picked.append(statement)
                     needed = (needed - bound) | _free_names(statement.value)
                 elif changed is not None and changed in needed:
@@ -475,12 +480,12 @@ class _Slicer:
         return [*dict.fromkeys(imports), *reversed(picked)]
 
 
-def _absolute_imports(source: Source) -> dict[str, ast.stmt]:
+def _absolute_imports(source: Source, nodes: list[ast.AST]) -> dict[str, ast.stmt]:
     """Name -> an absolute import of it, for the source's imports of single names (a relative
     one made absolute from the source's place: the loader imports workspace files under their
     dotted names relative to the root)."""
     found = {}
-    for node in ast.walk(source.tree):
+    for node in nodes:
         if not isinstance(node, ast.ImportFrom):
             continue
         module = node.module
@@ -518,22 +523,23 @@ class UsageIndex:
     sources: list[Source]
     classes: dict[str, ClassInfo] = field(init=False)
     workspace_names: set[str] = field(init=False)
-    definitions: dict[str, int] = field(init=False)
+    definitions: dict[str, int] = field(init=False)  # class name -> how many files define it
     calls: dict[str, list[_Site]] = field(init=False)  # name -> the calls of it
     imports: dict[int, dict[str, ast.stmt]] = field(init=False)  # id(source) -> its absolute imports
 
     def __post_init__(self) -> None:
-        self.classes = class_infos(self.sources)
+        nodes = {id(source): list(ast.walk(source.tree)) for source in self.sources}  # each tree walked once
+        self.classes = class_infos(self.sources, nodes)
         self.calls = _calls_by_name(self.sources)
-        self.imports = {id(source): _absolute_imports(source) for source in self.sources}
-        self.definitions: dict[str, int] = {}  # class name -> how many files define it
+        self.imports = {id(source): _absolute_imports(source, nodes[id(source)]) for source in self.sources}
+        self.definitions = {}
+        self.workspace_names = set(self.classes)
         for source in self.sources:
-            if source.line_offset == 0:
-                for name in {n.name for n in ast.walk(source.tree) if isinstance(n, ast.ClassDef)}:
-                    self.definitions[name] = self.definitions.get(name, 0) + 1
-        self.workspace_names = set(self.classes) | {
-            n.name for s in self.sources for n in ast.walk(s.tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.col_offset == 0}
+            for name in {n.name for n in nodes[id(source)] if isinstance(n, ast.ClassDef)} \
+                    if source.module is not None else ():
+                self.definitions[name] = self.definitions.get(name, 0) + 1
+            self.workspace_names |= {n.name for n in nodes[id(source)]
+                                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.col_offset == 0}
 
     def sites(self, name: str, model_module: str | None) -> list[_Site]:
         """The calls of the class `name` of the module `model_module` in the sources."""

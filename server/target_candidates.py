@@ -137,13 +137,12 @@ class _Finder:
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
         self.imports = _Imports()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.imports.add(node)
         # Every class of the file by name (top-level first: a nested class does not shadow it).
         self.classes: dict[str, ast.ClassDef] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imports.add(node)
+            elif isinstance(node, ast.ClassDef):
                 self.classes.setdefault(node.name, node)
         self._module_cache: dict[str, bool] = {}
         self.functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
