@@ -5,7 +5,11 @@ blocks, doctests), which call gives the example inputs, and which classes are pa
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
 from pathlib import Path
+
+import pytest
 
 from onnxlens.server.edits import apply_insertions
 from onnxlens.server.target_fix import plan_targets
@@ -49,8 +53,8 @@ def _init(root: Path) -> tuple[set[str], dict[str, str]]:
     texts = {}
     for file in dict.fromkeys(i.file for i in fix.insertions):
         path = Path(file)
-        texts[path.name] = apply_insertions(path.read_text() if path.exists() else "",
-                                            [i for i in fix.insertions if i.file == file])
+        texts[path.relative_to(root.resolve()).as_posix()] = apply_insertions(
+            path.read_text() if path.exists() else "", [i for i in fix.insertions if i.file == file])
     return {t.candidate.name for t in fix.targets}, texts
 
 
@@ -145,3 +149,35 @@ if __name__ == "__main__":
     assert names == {"Model", "Mixer"}
     assert "    x = torch.randn(3, 4)\n    return (x,)\n" not in texts["layers.py"]  # an inline argument
     assert "model.py:19 calls it" in texts["layers.py"] and "torch.randn(3, 4)" in texts["layers.py"]
+
+
+def test_malformed_doctests_and_bare_annotations_are_no_usage(tmp_path):
+    """Read off diffusers (a docstring holding a `>>>>>>> main` merge marker: doctest's parser
+    raises ValueError) and monai (`x: int` before a call that passes x): no recipe, no crash."""
+    write(tmp_path / "model.py", MODEL.replace('''class Net(nn.Module):
+''', '''class Net(nn.Module):
+    """Merged badly.
+
+    >>> net = Net(NetConfig())
+>>>>>>> main
+    """
+'''))
+    write(tmp_path / "run.py", "from model import Net, NetConfig\n\n\ndef main():\n    conf: NetConfig\n"
+                               "    return Net(conf)\n")
+    names, texts = _init(tmp_path)
+    assert names == {"Net"}
+    assert "    return Net(config=NetConfig()).eval()\n" in texts["model.py"]  # from the signature
+
+
+def test_init_reads_a_large_real_package_without_failing(tmp_path):
+    """monai (the zoo extra), read as a workspace: every candidate planned, each factory parses."""
+    spec = importlib.util.find_spec("monai")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("monai is not installed (the `zoo` extra)")
+    root = tmp_path / "monai"
+    shutil.copytree(list(spec.submodule_search_locations)[0], root, ignore=shutil.ignore_patterns("__pycache__"))
+    _, texts = _init(root)
+    assert len(texts) > 50
+    for name, text in texts.items():
+        if name.endswith(".py"):
+            compile(text, name, "exec")
