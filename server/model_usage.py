@@ -364,20 +364,6 @@ def _calls_by_name(sources: list[Source]) -> dict[str, list[_Site]]:
     return found
 
 
-def _refers_to(site: _Site, imports: dict[str, ast.stmt], model_module: str | None, unique: bool) -> bool:
-    """The site's name is the class of the module `model_module`: called in its own file, or
-    where an import binds the name to that module (or to a package above it, which re-exports
-    it); in a document or doctest that imports nothing of the name, when the workspace has one
-    class of that name."""
-    imported = imports.get(site.call.func.id)  # type: ignore[attr-defined]
-    if imported is not None:
-        origin = imported.module or "" if isinstance(imported, ast.ImportFrom) else ""
-        return model_module is not None and (model_module == origin or model_module.startswith(origin + "."))
-    if site.source.module is not None:
-        return site.source.module == model_module
-    return unique
-
-
 def _free_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
@@ -524,6 +510,7 @@ class UsageIndex:
     classes: dict[str, ClassInfo] = field(init=False)
     workspace_names: set[str] = field(init=False)
     definitions: dict[str, int] = field(init=False)  # class name -> how many files define it
+    packages: dict[str, Source] = field(init=False)  # a package's dotted name -> its __init__.py
     calls: dict[str, list[_Site]] = field(init=False)  # name -> the calls of it
     imports: dict[int, dict[str, ast.stmt]] = field(init=False)  # id(source) -> its absolute imports
 
@@ -534,6 +521,8 @@ class UsageIndex:
         self.imports = {id(source): _absolute_imports(source, nodes[id(source)]) for source in self.sources}
         self.definitions = {}
         self.workspace_names = set(self.classes)
+        self.packages = {source.module.removesuffix(".__init__"): source for source in self.sources
+                         if source.module is not None and source.module.endswith("__init__")}
         for source in self.sources:
             for name in {n.name for n in nodes[id(source)] if isinstance(n, ast.ClassDef)} \
                     if source.module is not None else ():
@@ -544,8 +533,31 @@ class UsageIndex:
     def sites(self, name: str, model_module: str | None) -> list[_Site]:
         """The calls of the class `name` of the module `model_module` in the sources."""
         unique = self.definitions.get(name, 0) == 1
-        return [site for site in self.calls.get(name, [])
-                if _refers_to(site, self.imports[id(site.source)], model_module, unique)]
+        return [site for site in self.calls.get(name, []) if self._refers_to(site, model_module, unique)]
+
+    def _refers_to(self, site: _Site, model_module: str | None, unique: bool) -> bool:
+        """The site's name is the class of the module `model_module`: called in its own file,
+        or where an import binds the name to that module (through the packages that re-export
+        it: defining_module); in a document or doctest that imports nothing of the name, when
+        the workspace has one class of that name."""
+        name = site.call.func.id  # type: ignore[attr-defined]
+        imported = self.imports[id(site.source)].get(name)
+        if isinstance(imported, ast.ImportFrom):
+            return model_module is not None and self.defining_module(imported.module or "", name) == model_module
+        if site.source.module is not None:
+            return site.source.module == model_module
+        return unique
+
+    def defining_module(self, module: str, name: str) -> str:
+        """The module that defines `name` imported from `module`: a package's `__init__` that
+        imports it from a module of its own (`from .sam import Sam`) is followed there."""
+        for _ in range(8):  # re-exports of re-exports; a cycle ends here
+            package = self.packages.get(module)
+            imported = self.imports[id(package)].get(name) if package is not None else None
+            if not isinstance(imported, ast.ImportFrom) or not imported.module or imported.module == module:
+                return module
+            module = imported.module
+        return module
 
     def built_outside_models(self, name: str, model_module: str | None) -> bool:
         """The workspace builds the class itself: in a script, a test, a document, a `__main__`
@@ -743,14 +755,21 @@ def _annotated_class(annotation: str | None, classes: dict[str, ClassInfo]) -> s
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:
+    """The names a module binds when it is imported (a factory in it can use them): its
+    top-level statements, and those in its top-level `if`/`try` blocks (`try: import x`), but
+    not in an `if __name__ == "__main__":` block, which runs only as a script."""
     names: set[str] = set()
     for node in tree.body:
         names |= _bound_names(node)
-        if isinstance(node, (ast.If, ast.Try)):  # `try: import x except ImportError: ...`
+        if isinstance(node, (ast.If, ast.Try)) and not _is_main_guard(node):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.stmt) and not isinstance(inner, (ast.If, ast.Try)):
                     names |= _bound_names(inner)
     return names
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    return isinstance(node, ast.If) and "__name__" in ast.unparse(node.test) and "__main__" in ast.unparse(node.test)
 
 
 def module_name(root: Path, file: Path) -> str | None:

@@ -22,6 +22,7 @@ Torch-free and LSP-free: text in, plain data out; a file that does not parse has
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 
 TORCH_NN = "torch.nn"
@@ -66,6 +67,7 @@ class Candidate:
     # a class: the classes its __init__ calls, its building blocks: (where, name), where "" for this
     # file, else the module it is imported from as the import spells it (`.vit`, `pkg.layers`)
     parts: frozenset[tuple[str, str]] = frozenset()
+    layers: frozenset[str] = frozenset()  # a class: the torch.nn layers its __init__ calls (`Conv3d`, `Linear`)
     # forward's parameters that go into an nn.Embedding, with the source of its num_embeddings in
     # __init__ (`config.vocab_size`, `50304`): token ids, integers below that size
     token_inputs: tuple[tuple[str, str], ...] = ()
@@ -180,6 +182,17 @@ class _Finder:
                     return True
         return False
 
+    def _owner(self, node: ast.ClassDef, name: str, seen: frozenset[str] = frozenset()) -> ast.ClassDef:
+        """The class of the file, `node` or a base, that defines the method `name` (`node` if none)."""
+        if _method(node, name) is not None:
+            return node
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes and base.id not in seen:
+                owner = self._owner(self.classes[base.id], name, seen | {node.name})
+                if _method(owner, name) is not None:
+                    return owner
+        return node
+
     def _inherited(self, node: ast.ClassDef, name: str, seen: frozenset[str] = frozenset()
                    ) -> tuple[ast.FunctionDef | None, bool]:
         """The method `name` of the class or of its bases in this file, and whether the search
@@ -225,9 +238,10 @@ class _Finder:
         return frozenset(found)
 
     def _referenced(self, function: ast.FunctionDef) -> set[tuple[str, str]]:
-        """The file's classes and functions, and the imported names, that a function names."""
+        """The file's classes and functions, and the imported names, that a function's body
+        names (its signature's annotations are no use: `vit: ViT` takes one built elsewhere)."""
         found = set()
-        for node in ast.walk(function):
+        for node in (n for statement in function.body for n in ast.walk(statement)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
                     and (node.id in self.classes or node.id in self.functions):
                 found.add(("", node.id))
@@ -239,7 +253,8 @@ class _Finder:
         return found
 
     def _token_inputs(self, init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
-                      parameters: list[Parameter], seen: frozenset[str] = frozenset()) -> tuple[tuple[str, str], ...]:
+                      parameters: list[Parameter], methods: dict[str, ast.FunctionDef],
+                      seen: frozenset[str] = frozenset()) -> tuple[tuple[str, str], ...]:
         """forward's parameters passed (as they are, or cast: `x.long()`) to an nn.Embedding of
         `__init__`, by the attribute it is bound to (`self.wte = nn.Embedding(...)`, `wte=` in a
         ModuleDict), or to a class of this file whose forward does so with its first parameter
@@ -268,13 +283,23 @@ class _Finder:
                 size = self._embedding_size(value) or self._wrapped_embedding_size(value, seen)
                 if size is not None:
                     sizes.setdefault(name, size)
-        names = {p.name for p in parameters}
         found: dict[str, str] = {}
+        # forward itself, and the methods forward calls on self with its parameters (`self._embeds(text)`)
+        scans = [(forward, {p.name: p.name for p in parameters})]
         for call in (n for n in ast.walk(forward) if isinstance(n, ast.Call)):
-            if isinstance(call.func, ast.Attribute) and call.func.attr in sizes and call.args:
-                argument = _root_name(call.args[0])
-                if argument in names:
-                    found.setdefault(argument, sizes[call.func.attr])
+            method = methods.get(call.func.attr) if isinstance(call.func, ast.Attribute) \
+                and isinstance(call.func.value, ast.Name) and call.func.value.id == "self" else None
+            if method is not None and method is not forward:
+                names = [p.name for p in parameters_of(method) if not p.keyword_only]
+                given = {inner: _root_name(argument) for inner, argument in zip(names, call.args)}
+                scans.append((method, {inner: outer for inner, outer in given.items()
+                                       if outer in {p.name for p in parameters}}))
+        for function, names in scans:
+            for call in (n for n in ast.walk(function) if isinstance(n, ast.Call)):
+                if isinstance(call.func, ast.Attribute) and call.func.attr in sizes and call.args:
+                    argument = names.get(_root_name(call.args[0]) or "")
+                    if argument is not None:
+                        found.setdefault(argument, sizes[call.func.attr])
         return tuple(found.items())
 
     def _embedding_size(self, value: ast.expr) -> str | None:
@@ -305,7 +330,7 @@ class _Finder:
         forward_parameters = parameters_of(forward)
         if init is None or not forward_parameters:
             return None
-        inner = dict(self._token_inputs(init, forward, forward_parameters, seen | {value.func.id}))
+        inner = dict(self._token_inputs(init, forward, forward_parameters, _methods(node), seen | {value.func.id}))
         size = inner.get(forward_parameters[0].name)
         if size is None:
             return None
@@ -320,10 +345,39 @@ class _Finder:
         default = next((p.default for p in constructor if p.name == size), None)
         return default if default is not None and _literal_int(parse_expression(default)) is not None else None
 
+    def _forwarded(self, node: ast.ClassDef, init: ast.FunctionDef, seen: frozenset[str]) -> list[Parameter]:
+        """`def __init__(self, **kwargs): super().__init__(causal=True, **kwargs)`: the base's
+        parameters (of a base in this file) that reach it through **kwargs, as keyword-only."""
+        spread = init.args.kwarg.arg if init.args.kwarg else None
+        if spread is None:
+            return []
+        for call in (n for n in ast.walk(init) if isinstance(n, ast.Call)):
+            function = call.func
+            if not (isinstance(function, ast.Attribute) and function.attr == "__init__"
+                    and any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == spread
+                            for k in call.keywords)):
+                continue
+            base = next((b.id for b in node.bases if isinstance(b, ast.Name) and b.id in self.classes
+                         and b.id not in seen), None)
+            if base is None:
+                return []
+            base_init, _ = self._inherited(self.classes[base], "__init__")
+            if base_init is None:
+                return []
+            given = {k.arg for k in call.keywords if k.arg}
+            positional = len(call.args) - (1 if not isinstance(function.value, ast.Call) else 0)  # Base.__init__(self, ...)
+            inherited = parameters_of(base_init)[max(positional, 0):]
+            inherited += self._forwarded(self.classes[base], base_init, seen | {node.name})
+            return [dataclasses.replace(p, keyword_only=True) for p in inherited
+                    if p.name not in given and p.name not in {q.name for q in parameters_of(init)}]
+        return []
+
     def _class_candidate(self, node: ast.ClassDef, top_level: bool) -> Candidate:
         forward, _ = self._inherited(node, "forward")
         init, unknown_init = self._inherited(node, "__init__")
         constructor = tuple(parameters_of(init)) if init else ()
+        if init is not None:
+            constructor += tuple(self._forwarded(self._owner(node, "__init__"), init, frozenset()))
         required = tuple(p.name for p in constructor if not p.has_default)
         first_layer, vocabulary = self._sizes(init)
         forward_parameters = parameters_of(forward)
@@ -333,7 +387,9 @@ class _Finder:
             needs_arguments=bool(required) or (init is None and unknown_init),
             required_arguments=required, first_layer=first_layer, vocabulary=vocabulary, top_level=top_level,
             torch_base=self.torch_base(node), constructor=constructor, parts=self._parts(init),
-            token_inputs=self._token_inputs(init, forward, forward_parameters))
+            layers=frozenset(origin.rsplit(".", 1)[-1] for n in (ast.walk(init) if init else ())
+                             if isinstance(n, ast.Call) and is_torch_nn_module(origin := self.imports.resolve(n.func))),
+            token_inputs=self._token_inputs(init, forward, forward_parameters, _methods(self._owner(node, "forward"))))
 
     def _sizes(self, init: ast.FunctionDef | None) -> tuple[Layer | None, int | None]:
         if init is None:
@@ -400,6 +456,10 @@ class _Finder:
         factories = [c for node in self.tree.body if isinstance(node, ast.FunctionDef)
                      if (c := self._factory_candidate(node, found)) is not None]
         return sorted([*found.values(), *factories], key=lambda c: c.line)
+
+
+def _methods(node: ast.ClassDef) -> dict[str, ast.FunctionDef]:
+    return {item.name: item for item in node.body if isinstance(item, ast.FunctionDef)}
 
 
 def _method(node: ast.ClassDef, name: str) -> ast.FunctionDef | None:

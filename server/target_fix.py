@@ -259,8 +259,8 @@ def _value(parameter: Parameter, candidate: Candidate, arguments: dict[str, Any]
 def _image_shape(candidate: Candidate, arguments: dict[str, Any]) -> str | None:
     """`torch.randn(2, C, H, W)` when the constructor says the image size (img_size=1024)."""
     size_parameter = next((p for p in IMAGE_SIZE_PARAMETERS if p in arguments), None)
-    if size_parameter is None:
-        return None
+    if size_parameter is None or candidate.layers & {"Conv1d", "Conv3d"}:
+        return None  # no size, or not a 2-D image (a video's Conv3d, a signal's Conv1d)
     size = arguments[size_parameter]
     height, width = (size, size) if isinstance(size, int) else size if isinstance(size, tuple) and len(size) == 2 \
         else (None, None)

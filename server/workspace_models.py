@@ -16,16 +16,16 @@ what `onnxlens init` and the offer for a workspace without a config add a target
   - built with arguments too: server/model_usage.py finds how the workspace builds it, and
     server/target_fix.py writes a `build_<name>()` from that.
 
-A part is known by its module: the file's own class, or the module an import names (a package
-that re-exports it stands for the modules below it), so a `ViT` another file defines for itself
-does not make vit.py's `ViT` a part.
+A part is known by its module: the file's own class, or the module an import names (through a
+package's `__init__` that re-exports it), so a `ViT` another file defines for itself does not
+make vit.py's `ViT` a part.
 
 Torch-free and LSP-free.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Callable
 
 from onnxlens.server.target_candidates import Candidate, absolute_module
 
@@ -47,22 +47,25 @@ def is_model(candidate: Candidate, siblings: list[Candidate], module: str, parts
         return False
     if candidate.forward is None and candidate.torch_base == "Module":
         return False
-    if not built_outside_models and any(name == candidate.name and (where == module or module.startswith(where + "."))
-                                        for where, name in parts):
+    if not built_outside_models and (module, candidate.name) in parts:
         return False
     return not any(s.kind == "factory" and not s.needs_arguments and s.model_class == candidate.name
                    for s in siblings)
 
 
-def workspace_parts(candidates: dict[str, list[Candidate]]) -> frozenset[tuple[str, str]]:
-    """(module, class name) of the classes some candidate class builds in its `__init__`, other
-    than itself; `candidates` by their file's dotted name. A module is where the import names
-    it: a package that re-exports the class stands for the modules below it."""
+def workspace_parts(candidates: dict[str, list[Candidate]],
+                    defining_module: Callable[[str, str], str]) -> frozenset[tuple[str, str]]:
+    """(module, class name) of the classes some candidate class uses in its `__init__`, other
+    than itself; `candidates` by their file's dotted name; `defining_module(module, name)`: the
+    module that defines a name imported from a module (a package's re-export followed:
+    server/model_usage.py UsageIndex.defining_module)."""
     found = set()
     for module, in_file in candidates.items():
         for candidate in in_file:
             for where, name in candidate.parts if candidate.kind == "class" else ():
                 origin = absolute_module(where, module)
+                if origin is not None and where:
+                    origin = defining_module(origin, name)
                 if origin is not None and (origin, name) != (module, candidate.name):
                     found.add((origin, name))
     return frozenset(found)

@@ -57,8 +57,8 @@ def workspace_choices(root: Path) -> list[Choice]:
     if not any(candidates.values()):
         return []
     modules = {file: module_name(root, file) or file.stem for file in candidates}
-    parts = workspace_parts({modules[file]: found for file, found in candidates.items()})
     index = workspace_index(root, parsed)
+    parts = workspace_parts({modules[file]: found for file, found in candidates.items()}, index.defining_module)
     chosen = [(file, candidate) for file, found in candidates.items() for candidate in found
               if is_model(candidate, found, modules[file], parts,
                           candidate.kind == "class" and index.built_outside_models(candidate.name, modules[file]))
