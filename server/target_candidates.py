@@ -252,18 +252,35 @@ class _Finder:
                     found.add((where, name))
         return found
 
-    def _token_inputs(self, init: ast.FunctionDef | None, forward: ast.FunctionDef | None,
+    def _inits(self, node: ast.ClassDef, seen: frozenset[str] = frozenset()) -> list[ast.FunctionDef]:
+        """The `__init__`s that build an instance: the class's own (or inherited) and those of
+        its bases in this file that it calls through `super().__init__`."""
+        owner = self._owner(node, "__init__")
+        init = _method(owner, "__init__")
+        if init is None:
+            return []
+        found = [init]
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "__init__"
+               for n in ast.walk(init)):
+            for base in owner.bases:
+                if isinstance(base, ast.Name) and base.id in self.classes and base.id not in seen:
+                    found += self._inits(self.classes[base.id], seen | {owner.name})
+        return found
+
+    def _token_inputs(self, init: ast.FunctionDef | list[ast.FunctionDef] | None, forward: ast.FunctionDef | None,
                       parameters: list[Parameter], methods: dict[str, ast.FunctionDef],
                       seen: frozenset[str] = frozenset()) -> tuple[tuple[str, str], ...]:
         """forward's parameters passed (as they are, or cast: `x.long()`) to an nn.Embedding of
         `__init__`, by the attribute it is bound to (`self.wte = nn.Embedding(...)`, `wte=` in a
         ModuleDict), or to a class of this file whose forward does so with its first parameter
         (`self.token_emb = TokenEmbedding(dim, num_tokens)`: its size in this `__init__`'s terms)."""
-        if init is None or forward is None:
+        inits = init if isinstance(init, list) else [init] if init is not None else []
+        if not inits or forward is None:
             return ()
         sizes: dict[str, str] = {}  # attribute -> its embedding's size
         local: dict[str, str] = {}  # `emb = default(emb, TokenEmbedding(...))`: local name -> size
-        for node in sorted((n for n in ast.walk(init) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        nodes = [n for function in inits for n in ast.walk(function)]
+        for node in sorted((n for n in nodes if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
             size = self._size_within(node.value, seen)
             if size is None and isinstance(node.value, ast.Name):
                 size = local.get(node.value.id)
@@ -272,7 +289,7 @@ class _Finder:
                     local.setdefault(target.id, size)
                 elif size is not None and isinstance(target, ast.Attribute):
                     sizes.setdefault(target.attr, size)
-        for node in ast.walk(init):
+        for node in nodes:
             pairs = []
             if isinstance(node, ast.Call):
                 pairs = [(k.arg, k.value) for k in node.keywords if k.arg]
@@ -389,7 +406,8 @@ class _Finder:
             torch_base=self.torch_base(node), constructor=constructor, parts=self._parts(init),
             layers=frozenset(origin.rsplit(".", 1)[-1] for n in (ast.walk(init) if init else ())
                              if isinstance(n, ast.Call) and is_torch_nn_module(origin := self.imports.resolve(n.func))),
-            token_inputs=self._token_inputs(init, forward, forward_parameters, _methods(self._owner(node, "forward"))))
+            token_inputs=self._token_inputs(self._inits(node), forward, forward_parameters,
+                                            _methods(self._owner(node, "forward"))))
 
     def _sizes(self, init: ast.FunctionDef | None) -> tuple[Layer | None, int | None]:
         if init is None:

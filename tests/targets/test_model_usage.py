@@ -181,3 +181,102 @@ def test_init_reads_a_large_real_package_without_failing(tmp_path):
     for name, text in texts.items():
         if name.endswith(".py"):
             compile(text, name, "exec")
+
+
+def test_a_re_export_leads_to_its_own_module_only(tmp_path):
+    """`from pkg import Net` is pkg/nets.py's Net when pkg/__init__.py re-exports it from there:
+    another module of the package that defines a Net of its own does not get that site (read
+    off vit-pytorch: `from vit_pytorch import ViT` is vit.py's, not mp3.py's)."""
+    write(tmp_path / "pkg" / "__init__.py", "from pkg.nets import Net\n")
+    write(tmp_path / "pkg" / "nets.py", MODEL)
+    write(tmp_path / "pkg" / "other.py", MODEL.replace("class Net(", "class Net(").replace("vocab_size: int = 50",
+                                                                                       "vocab_size: int = 51"))
+    write(tmp_path / "pkg" / "demo.py", "from pkg import Net, NetConfig\n\n"
+                                        "if __name__ == '__main__':\n    net = Net(NetConfig(width=6))\n")
+    _, texts = _init(tmp_path)
+    assert "    return Net(NetConfig(width=6)).eval()\n" in texts["pkg/nets.py"]
+    assert "width=6" not in texts["pkg/other.py"]
+
+
+def test_names_a_main_block_binds_are_imported_by_the_factory(tmp_path):
+    write(tmp_path / "model.py", MODEL)
+    write(tmp_path / "wrapper.py", '''import torch
+from torch import nn
+
+
+class Wrapper(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, idx):
+        return self.net(idx)
+
+
+if __name__ == "__main__":
+    from model import Net, NetConfig
+    wrapped = Wrapper(Net(NetConfig()))
+''')
+    _, texts = _init(tmp_path)
+    builder = texts["wrapper.py"].split("def build_wrapper():\n")[1]
+    assert "    from model import Net\n" in builder and "    from model import NetConfig\n" in builder
+    assert "    return Wrapper(Net(NetConfig())).eval()\n" in builder
+
+
+def test_kwargs_passed_to_the_base_bring_its_parameters_and_methods_carry_token_ids(tmp_path):
+    """Read off x-transformers (`Decoder(**kwargs)` → `AttentionLayers.__init__(dim, ...)`) and
+    open-clip (`forward(text)` → `self._embeds(text)` → `self.token_embedding(text)`)."""
+    write(tmp_path / "layers.py", '''import torch
+from torch import nn
+
+
+class Layers(nn.Module):
+    def __init__(self, dim, vocab=64, causal=False):
+        super().__init__()
+        self.token_embedding = nn.Embedding(vocab, dim)
+
+    def _embeds(self, text):
+        return self.token_embedding(text.long())
+
+    def forward(self, text):
+        return self._embeds(text)
+
+
+class Decoder(Layers):
+    def __init__(self, **kwargs):
+        super().__init__(causal=True, **kwargs)
+''')
+    names, texts = _init(tmp_path)
+    assert names == {"Layers", "Decoder"}
+    layers = texts["layers.py"]
+    assert "    return Decoder(dim=...).eval()\n" in layers  # dim: Layers' required parameter
+    assert "build_decoder: give Decoder's constructor arguments: dim" in layers
+    assert layers.count("    text = torch.randint(0, 64, (2, 16))") == 2  # vocab's default
+
+
+def test_an_image_size_makes_a_2d_image_only(tmp_path):
+    write(tmp_path / "models.py", '''import torch
+from torch import nn
+
+
+class Image(nn.Module):
+    def __init__(self, image_size=64, channels=4):
+        super().__init__()
+        self.conv = nn.Conv2d(channels, 8, 3)
+
+    def forward(self, img):
+        return self.conv(img)
+
+
+class Video(nn.Module):
+    def __init__(self, image_size=64, channels=4):
+        super().__init__()
+        self.conv = nn.Conv3d(channels, 8, 3)
+
+    def forward(self, video):
+        return self.conv(video)
+''')
+    _, texts = _init(tmp_path)
+    models = texts["models.py"]
+    assert "    img = torch.randn(2, 4, 64, 64)  # batch 2; image_size=64, channels=4\n" in models
+    assert "    video = torch.randn(2, 8)  # TODO" in models
