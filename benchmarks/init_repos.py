@@ -27,9 +27,10 @@ Time to first export = init + that cold check. A target is:
 
 * exported: status ok, with no hand edit;
 * asks: its `build_<name>()` raised the NotImplementedError init wrote, naming what to give;
-* wrong guess: failed, with example inputs that hold a guess init marked `# TODO`;
-* failed as called: failed with inputs that nothing was guessed in (the repository's own call,
-  its config's sizes); the first finding's code and message are recorded for each.
+* needs a package: its module imports one the environment lacks (ModuleNotFoundError);
+* failed: anything else, counted by where its example inputs came from (the repository's call
+  of the model, inferred by init, guessed and marked TODO); the first finding's code and
+  message are recorded for each.
 """
 
 from __future__ import annotations
@@ -98,18 +99,19 @@ def run(*args: str, cwd: Path, timeout: float = CHECK_TIMEOUT) -> tuple[subproce
     return process, time.perf_counter() - started
 
 
-def guessed(workspace: Path, reference: str) -> bool:
-    """The function init wrote for a target (its inputs) holds a guess it marked `# TODO`."""
+def inputs_kind(workspace: Path, reference: str) -> str:
+    """Where the example inputs init wrote come from: "repository" (a call of the model in the
+    repository, its docstring says so), "guessed" (a guess init marked `# TODO`) or "inferred"
+    (from the constructor, the config or an nn.Embedding, with nothing marked)."""
     file, _, name = reference.partition(":")
     path = workspace / file
-    if not path.is_file():
-        return False
-    tree = ast.parse(path.read_text())
-    function = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
-    return function is not None and "TODO" in (ast.get_source_segment(path.read_text(), function) or "")
+    text = path.read_text() if path.is_file() else ""
+    function = next((n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+    source = ast.get_source_segment(text, function) or "" if function is not None else ""
+    return "repository" if "calls it" in source else "guessed" if "TODO" in source else "inferred"
 
 
-def classify(target: dict, inputs_guessed: bool) -> tuple[str, str]:
+def classify(target: dict) -> tuple[str, str]:
     if target["status"] == "ok":
         return "exported", ""
     diagnostics = target["diagnostics"]
@@ -118,7 +120,9 @@ def classify(target: dict, inputs_guessed: bool) -> tuple[str, str]:
     detail = f"{first.get('code')}: {message.splitlines()[0][:200] if message else ''}"
     if "NotImplementedError" in message and "build_" in message:
         return "asks", message.splitlines()[0][:200]
-    return ("wrong guess" if inputs_guessed else "failed as called"), detail
+    if first.get("code") == "import" and "ModuleNotFoundError" in message:
+        return "missing package", detail
+    return "failed", detail
 
 
 def measure(repository: Repository, jobs: int) -> dict:
@@ -140,10 +144,10 @@ def measure(repository: Repository, jobs: int) -> dict:
         data = json.loads(check.stdout)
         result["check_seconds"] = round(check_seconds, 1)
         for target in data["targets"]:
-            inputs_guessed = guessed(workspace, inputs[target["name"]])
-            outcome, detail = classify(target, inputs_guessed)
+            outcome, detail = classify(target)
             result["targets"].append({"name": target["name"], "outcome": outcome, "detail": detail,
-                                      "seconds": target["seconds"], "inputs_guessed": inputs_guessed})
+                                      "seconds": target["seconds"],
+                                      "inputs": inputs_kind(workspace, inputs[target["name"]])})
         exported = [t["name"] for t in result["targets"] if t["outcome"] == "exported"]
         if exported:
             first, seconds = run("check", str(workspace), "--target", exported[0], "--no-cache", "--format", "json",
@@ -154,21 +158,25 @@ def measure(repository: Repository, jobs: int) -> dict:
         return result
 
 
+COLUMNS = [("exported", None), ("asks", None), ("missing package", None), ("failed", "repository"),
+           ("failed", "inferred"), ("failed", "guessed")]
+
+
 def table(results: list[dict]) -> str:
-    lines = ["| repository | code | targets found | exported, no hand edit | asks for values | wrong guess "
-             "| failed as called | time to first export (init + cold check of it) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| repository | code | targets found | exported, no hand edit | asks for values | needs a package "
+             "| failed, inputs from the repository's call | failed, inputs inferred | failed, inputs guessed (TODO) "
+             "| time to first export (init + cold check of it) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['name']} | {r['source']} | init failed: {r['error']} | | | | | |")
+            lines.append(f"| {r['name']} | {r['source']} | init failed: {r['error']} |" + " |" * 7)
             continue
-        counts = {k: sum(t["outcome"] == k for t in r["targets"])
-                  for k in ("exported", "asks", "wrong guess", "failed as called")}
+        counts = [sum(t["outcome"] == outcome and (kind is None or t["inputs"] == kind) for t in r["targets"])
+                  for outcome, kind in COLUMNS]
         first = r.get("first_export")
         timing = f"{first['seconds']} s ({first['target']}: {r['init_seconds']} + {first['check_seconds']} s)" \
             if first else "none exported"
-        lines.append(f"| {r['name']} | {r['source']} | {len(r['targets'])} | {counts['exported']} | {counts['asks']} "
-                     f"| {counts['wrong guess']} | {counts['failed as called']} | {timing} |")
+        lines.append(f"| {r['name']} | {r['source']} | {len(r['targets'])} | " + " | ".join(map(str, counts))
+                     + f" | {timing} |")
     return "\n".join(lines)
 
 
@@ -179,11 +187,10 @@ def details(results: list[dict]) -> str:
             continue
         parts.append(f"### {r['name']}\n\ninit {r['init_seconds']} s; check of all targets "
                      f"{r.get('check_seconds', 0)} s\n")
-        parts.append("| target | outcome | inputs guessed | export s | first finding |\n|---|---|---|---|---|")
+        parts.append("| target | outcome | inputs | export s | first finding |\n|---|---|---|---|---|")
         for t in r["targets"]:
             detail = t["detail"].replace("|", "\\|").replace("\n", " ")
-            parts.append(f"| {t['name']} | {t['outcome']} | {'yes' if t['inputs_guessed'] else 'no'} | {t['seconds']} "
-                         f"| {detail} |")
+            parts.append(f"| {t['name']} | {t['outcome']} | {t['inputs']} | {t['seconds']} | {detail} |")
         parts.append("")
     return "\n".join(parts)
 
@@ -213,11 +220,13 @@ def main() -> int:
             + table(results) + "\n\n"
             "*exported*: status ok with nothing edited by hand. *asks for values*: the `build_<name>()` init "
             "wrote raises NotImplementedError naming the constructor values the repository does not give. "
-            "*wrong guess*: failed, and the example inputs init wrote hold a guess it marked `# TODO` (no call "
-            "of the model in the repository told them). *failed as called*: failed with inputs the repository's "
-            "own call, its config or an nn.Embedding told (the model does not export so, or init's reading was "
-            "wrong: the first finding says which). A helper block taken for a model shows as one of these; the "
-            "per-target tables name every target.\n\n"
+            "*needs a package*: the model's module imports a package the environment lacks. *failed*: any "
+            "other outcome, by where the example inputs came from: a call of the model in the repository "
+            "(then the model does not export as the repository calls it, or init read the call wrong), "
+            "inferred by init from the constructor, config or nn.Embedding (nothing marked), or guessed "
+            "(marked `# TODO`). Init's wrong guesses are among the last two columns; a helper block taken "
+            "for a model shows in any column: the per-target tables name every target and its first "
+            "finding.\n\n"
             "## Per target\n\n" + details(results))
     (HERE / "INIT.md").write_text(text)
     (HERE / "init_repos.json").write_text(json.dumps(results, indent=1) + "\n")
