@@ -1,17 +1,27 @@
 """How a repository builds and calls its own models, read with `ast` (never imported): the
 recipe a `build_<name>()` factory repeats and the example inputs a target starts from.
 
-Sources (`Source`): the workspace's Python files, the Python code blocks of its Markdown files
-(README.md) and the doctest examples of its docstrings. A *site* is a call of the model's class
-in a source (`model = GPT(gptconf)`); its *slice* is the statements before it, in its block and
-the blocks around it, that the call's arguments need (`gptconf = GPTConfig(...)`,
-`config.vocab_size = 50257`). A site is a recipe only when its slice is self-contained:
+Sources (`Source`): the workspace's Python files and test files, the Python code blocks of the
+Markdown files at its root (README.md) and the doctest examples of its docstrings. A *site* is a
+call of the model's class in a source (`model = GPT(gptconf)`) where the name is that class: in
+its own module, or imported from it or from a package whose `__init__` re-exports it
+(`defining_module`); a document or doctest that imports nothing counts when one file defines
+the name. Its *slice* is the statements before it, in its block and the blocks around it, that
+the call's arguments need (`gptconf = GPTConfig(...)`, `config.vocab_size = 50257`). A site is
+a recipe only when its slice is self-contained:
 
-* every statement assigns a name or an attribute of a needed name, or imports one absolutely;
+* every statement assigns a name or an attribute of a needed name, or changes a needed object
+  through a method call;
 * every call is of a class or function the workspace defines (`GPTConfig(...)`,
   `GPT.get_default_config()`) or of a pure builtin (`dict`, `tuple`, ...): no file, checkpoint,
   dataset or argument of an enclosing function (those make the site incomplete);
-* every other name is bound at the top level of the model's file (where the factory goes).
+* every other name is bound when the model's file is imported (where the factory goes; a
+  `__main__` block binds nothing then), or is a workspace name the source imports: the factory
+  imports it (relative imports made absolute, the loader's dotted names from the root).
+
+Without such a site, the recipe comes from the constructor's signature (`_from_signature`): a
+parameter of a known workspace class is that class as a site builds it (its statements joined
+while their names agree), or from its defaults; `...` for the rest, each named in `missing`.
 
 Example inputs come from a site that then calls the model (`logits = model(idx)`) with
 arguments whose slice is tensor factories on literals (`torch.zeros((1, 1), dtype=torch.long)`);
