@@ -67,7 +67,7 @@ class Candidate:
     # a class: the classes its __init__ calls, its building blocks: (where, name), where "" for this
     # file, else the module it is imported from as the import spells it (`.vit`, `pkg.layers`)
     parts: frozenset[tuple[str, str]] = frozenset()
-    layers: frozenset[str] = frozenset()  # a class: the torch.nn layers its __init__ calls (`Conv3d`, `Linear`)
+    layers: frozenset[str] = frozenset()  # a class: the torch.nn layers it builds, its parts' included (`Conv3d`)
     # forward's parameters that go into an nn.Embedding, with the source of its num_embeddings in
     # __init__ (`config.vocab_size`, `50304`): token ids, integers below that size
     token_inputs: tuple[tuple[str, str], ...] = ()
@@ -389,6 +389,20 @@ class _Finder:
                     if p.name not in given and p.name not in {q.name for q in parameters_of(init)}]
         return []
 
+    def _layers(self, node: ast.ClassDef, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """The torch.nn layers the class builds: in its `__init__`s, and in those of the classes
+        of this file they build (a tokenizer's Conv3d is the model's too)."""
+        found: set[str] = set()
+        for init in self._inits(node):
+            for call in (n for n in ast.walk(init) if isinstance(n, ast.Call)):
+                origin = self.imports.resolve(call.func)
+                if is_torch_nn_module(origin):
+                    found.add((origin or "").rsplit(".", 1)[-1])
+                elif isinstance(call.func, ast.Name) and call.func.id in self.classes \
+                        and call.func.id not in seen | {node.name}:
+                    found |= self._layers(self.classes[call.func.id], seen | {node.name})
+        return frozenset(found)
+
     def _class_candidate(self, node: ast.ClassDef, top_level: bool) -> Candidate:
         forward, _ = self._inherited(node, "forward")
         init, unknown_init = self._inherited(node, "__init__")
@@ -404,8 +418,7 @@ class _Finder:
             needs_arguments=bool(required) or (init is None and unknown_init),
             required_arguments=required, first_layer=first_layer, vocabulary=vocabulary, top_level=top_level,
             torch_base=self.torch_base(node), constructor=constructor, parts=self._parts(init),
-            layers=frozenset(origin.rsplit(".", 1)[-1] for n in (ast.walk(init) if init else ())
-                             if isinstance(n, ast.Call) and is_torch_nn_module(origin := self.imports.resolve(n.func))),
+            layers=self._layers(node),
             token_inputs=self._token_inputs(self._inits(node), forward, forward_parameters,
                                             _methods(self._owner(node, "forward"))))
 

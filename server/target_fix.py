@@ -52,6 +52,7 @@ _SCALARS = {"int": "1", "float": "1.0", "bool": "False", "str": '""'}
 # vit-pytorch and torchvision spell them so).
 IMAGE_SIZE_PARAMETERS = ("img_size", "image_size")
 CHANNEL_PARAMETERS = ("in_chans", "in_channels", "channels", "num_channels")
+VIDEO_PARAMETERS = ("frames", "num_frames")  # a constructor that takes them makes a video model
 LARGE_IMAGE = 512 * 512  # pixels from which an example image has batch 1, not 2
 
 
@@ -259,8 +260,9 @@ def _value(parameter: Parameter, candidate: Candidate, arguments: dict[str, Any]
 def _image_shape(candidate: Candidate, arguments: dict[str, Any]) -> str | None:
     """`torch.randn(2, C, H, W)` when the constructor says the image size (img_size=1024)."""
     size_parameter = next((p for p in IMAGE_SIZE_PARAMETERS if p in arguments), None)
-    if size_parameter is None or candidate.layers & {"Conv1d", "Conv3d"}:
-        return None  # no size, or not a 2-D image (a video's Conv3d, a signal's Conv1d)
+    if size_parameter is None or candidate.layers & {"Conv1d", "Conv3d"} \
+            or any(p.name in VIDEO_PARAMETERS for p in candidate.constructor):
+        return None  # no size, or not a 2-D image (a video's frames or Conv3d, a signal's Conv1d)
     size = arguments[size_parameter]
     height, width = (size, size) if isinstance(size, int) else size if isinstance(size, tuple) and len(size) == 2 \
         else (None, None)

@@ -268,15 +268,34 @@ class Image(nn.Module):
         return self.conv(img)
 
 
-class Video(nn.Module):
-    def __init__(self, image_size=64, channels=4):
+class Tubelets(nn.Module):
+    def __init__(self, channels):
         super().__init__()
         self.conv = nn.Conv3d(channels, 8, 3)
 
     def forward(self, video):
         return self.conv(video)
+
+
+class Video(nn.Module):
+    def __init__(self, image_size=64, channels=4):
+        super().__init__()
+        self.tubelets = Tubelets(channels)  # the Conv3d is in a part (vit-pytorch's cct_3d)
+
+    def forward(self, video):
+        return self.tubelets(video)
+
+
+class Clip(nn.Module):
+    def __init__(self, image_size=64, frames=8):
+        super().__init__()
+        self.proj = nn.Linear(64, 8)
+
+    def forward(self, clip):
+        return self.proj(clip)
 ''')
     _, texts = _init(tmp_path)
     models = texts["models.py"]
     assert "    img = torch.randn(2, 4, 64, 64)  # batch 2; image_size=64, channels=4\n" in models
     assert "    video = torch.randn(2, 8)  # TODO" in models
+    assert "    clip = torch.randn(2, 64)  # batch 2; the first nn.Linear takes 64\n" in models  # frames: no image
