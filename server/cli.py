@@ -179,7 +179,7 @@ def init(args: argparse.Namespace) -> int:
     fix = plan.fix
     if fix is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
-              "(nn.Module classes constructed without arguments, and factory functions)")
+              "(top-level nn.Module models, not the blocks other models build, and model factory functions)")
         return EXIT_OK
     verb = "would add" if args.dry_run else "added"
     for target in fix.targets:
