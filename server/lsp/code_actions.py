@@ -64,14 +64,15 @@ class CodeActions(Feature):
             actions += self._decomposition_actions(entry)
         actions += self._shapes_actions(path_of(params.text_document.uri), params.range)
         seen: set[tuple[str, str]] = set()
+        several = len({entry.owner for entry in entries}) > 1  # a problem targets share: say whose action
         for entry in entries:
             if entry.owner in seen:
                 continue
             seen.add(entry.owner)
-            actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner])
+            actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner], several)
         return actions + targets or None
 
-    def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+    def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic], named: bool) -> list[lsp.CodeAction]:
         config, target = entry.owner
         project = self.session.projects.get(config)
         state = project.targets.get(target) if project else None
@@ -84,10 +85,11 @@ class CodeActions(Feature):
 
         actions = []
         if state.result and state.result.report:
-            actions.append(action("Open export report", "onnxlens.openReport", state.result.report))
+            actions.append(action(f"Open export report{f' of {target}' if named else ''}", "onnxlens.openReport",
+                                  state.result.report))
         actions.append(action(f"Re-export {target}", "onnxlens.export", target))
         if state.result and state.result.exported_program:
-            actions.append(action("Show exported program", "onnxlens.showExportedProgram", target))
+            actions.append(action(f"Show exported program{f' of {target}' if named else ''}", "onnxlens.showExportedProgram", target))
         return actions
 
 
