@@ -40,6 +40,7 @@ from typing import Any, Iterator
 from onnxlens.exporter.locations import from_traceback, is_user_code, locate, node_span, source_line, statement_at
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.loader import definition_location
 from onnxlens.exporter.types import Finding, Location, Related
 
 SHAPES_DOCS_URL = "https://pytorch.org/docs/stable/export.html#dynamic-shapes"
@@ -195,16 +196,9 @@ def _forward_text(model: Any, signature: inspect.Signature | None) -> str:
 
 def _forward_related(model: Any) -> list[Related]:
     """forward's `def` line, where its parameters are."""
-    try:
-        function = inspect.unwrap(type(model).forward)
-        file = inspect.getsourcefile(function)
-        lines, line = inspect.getsourcelines(function)
-    except (TypeError, OSError):
-        return []
-    if not file:
-        return []
-    offset = next((i for i, text in enumerate(lines) if text.lstrip().startswith(("def ", "async def "))), 0)
-    return [Related(file=file, line=line + offset, message=f"{type(model).__name__}.forward's parameters")]
+    defined = definition_location(type(model).forward)
+    return [Related(file=defined.file, line=defined.line, column=defined.column,
+                    message=f"{type(model).__name__}.forward's parameters")] if defined else []
 
 
 def _given(args: tuple, kwargs: dict, signature: inspect.Signature | None) -> Iterator[Given]:
