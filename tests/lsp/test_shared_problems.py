@@ -7,7 +7,8 @@ The workspace is a user's clone of vit-pytorch without torchvision installed
 (tests/support/repositories.py): `vit_pytorch/__init__.py` imports `dino.py`, whose
 `from torchvision import transforms as T` fails, for each of the three targets in the package.
 Before: three identical diagnostics on that line (one per target), the lens "✗ 1 problem", and
-the `Nett` typo on line 1 of nets.py.
+the `Nett` typo on line 1 of nets.py; a line added above the typo in the config left its
+diagnostic where it was.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ async def test_a_shared_import_error_is_one_diagnostic_and_each_target_says_it_s
             typo_line, text.index('"nets.py:Nett"'), len(text))
         assert typo.message.endswith("nets.py has no `Nett`; did you mean `Net`?")
         assert not client.diagnostics_of(root / "nets.py")
+        # A line added above it in the config (no target changes, nothing re-exports): it follows.
+        client.save(config, "# the targets of this clone\n" + config.read_text())
+        await client.wait_for(lambda: [d for d in client.diagnostics_of(config) if d.range.start.line == typo_line + 1],
+                              "the typo's diagnostic on its line after the edit", 30)
 
         # Each target's status and lens say what stopped it, and where.
         place = f"(dino.py:{line_of(dino, 'from torchvision import transforms as T')})"
