@@ -18,8 +18,8 @@ themselves, and what torch said only to tell which rule it is:
 * torch rejected the dynamic shapes (its validation errors: a dict whose keys are not the
   inputs given, a structure that does not follow the inputs): the inputs the spec misses, the
   names it has that forward was not given;
-* an input of a type torch.export cannot take (a numpy array, an object): torch names the
-  type, and that is the type of this input;
+* an input of a type torch.export cannot take (a numpy array, an object, a dict subclass
+  without a pytree registration): torch names the type, and that is the type of this input;
 * an input that is no tensor nor a number (a `str`) where forward computes with a tensor:
   forward raised a TypeError or AttributeError naming the input's type; where it raised is
   related.
@@ -100,7 +100,7 @@ def _finding(job: Job, errors: list[BaseException]) -> Finding | None:
     for chain in chains:
         text = "\n".join(str(item) for item in chain)
         for item in given:
-            if _odd(item.value) and _type_named(item.value) in text:
+            if _named_type(item.value) and _type_named(item.value) in text:
                 return _inputs_finding(job, signature, f"`{item.path}` is {_describe(item.value)}, a type torch.export "
                                                        f"does not take as an input{_instead(item.value)}", chain, item)
     return _computed_with(job, signature, given, chains)
@@ -244,6 +244,12 @@ def _is_tensor(value: Any) -> bool:
     import torch
 
     return isinstance(value, torch.Tensor)
+
+
+def _named_type(value: Any) -> bool:
+    """A value torch may name as a type it does not take: no tensor, number or None, and no
+    plain tuple, list or dict (their subclasses it may reject: a tokenizer's BatchEncoding)."""
+    return not (_is_tensor(value) or isinstance(value, _SCALARS) or type(value) in (tuple, list, dict))
 
 
 def _odd(value: Any) -> bool:

@@ -126,8 +126,10 @@ class CodeActions(Feature):
 
     def _shapes_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
         """"Declare dynamic shapes for <target>" where its export proposed a factory: on the
-        model's definition, the example inputs' function, the dynamic-shapes factory and the
-        target's header in the config; a new factory, or the inputs a declared one misses
+        model's definition, the example inputs' function, the dynamic-shapes factory, the
+        target's header in the config and the line where the export said the inputs or the
+        dynamic shapes do not fit the model (a `setup` finding of the capture: a spec missing an
+        input, on its `return`); a new factory, or the inputs a declared one misses
         (server/shapes_fix.py decides the edits)."""
         actions = []
         for project in self.session.projects.values():
@@ -138,7 +140,9 @@ class CodeActions(Feature):
                 header = project.workspace.target_lines.get(name)
                 places = [(str(project.config_file), header), _line_of(state.result.model_location),
                           *(_line_of(references.definition_location(state.spec.root, reference))
-                            for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference)]
+                            for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference),
+                          *(_line_of(finding.location) for finding in state.result.findings
+                            if finding.code == "setup" and finding.stage == "capture")]
                 if not any(where == file and line is not None and selected.start.line <= line - 1 <= selected.end.line
                            for where, line in places):
                     continue
