@@ -34,6 +34,7 @@ import ast
 import difflib
 import inspect
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -248,7 +249,7 @@ def _is_tensor(value: Any) -> bool:
 
 def _named_type(value: Any) -> bool:
     """A value torch may name as a type it does not take: no tensor, number or None, and no
-    plain tuple, list or dict (their subclasses it may reject: a tokenizer's BatchEncoding)."""
+    plain tuple, list or dict (other containers it may reject: a tokenizer's BatchEncoding)."""
     return not (_is_tensor(value) or isinstance(value, _SCALARS) or type(value) in (tuple, list, dict))
 
 
@@ -297,6 +298,8 @@ def _instead(value: Any) -> str:
     """What to give instead, when it is clear."""
     if type(value).__module__ == "numpy":
         return ": give `torch.from_numpy(...)` of it"
+    if isinstance(value, Mapping):  # a tokenizer's BatchEncoding, say: its entries are forward's keywords
+        return ": return `dict(...)` of it, the keyword inputs, instead"
     return ""
 
 

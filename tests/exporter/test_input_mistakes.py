@@ -2,7 +2,8 @@
 built them, naming forward's signature and what it was given (input_mistakes.py;
 docs/diagnostics.md "Inputs and dynamic shapes that do not fit the model").
 
-The models are openai-whisper's (the `repos` extra), installed as a package: its `TextDecoder`
+The models are openai-whisper's (the `repos` extra) and transformers' BERT, installed as
+packages: whisper's `TextDecoder`
 (`forward(self, x: Tensor, xa: Tensor, kv_cache: Optional[dict] = None)`, whisper/model.py) and
 `AudioEncoder` (`forward(self, x: Tensor)`, whose first line `x = F.gelu(self.conv1(x))` goes
 into whisper's `Conv1d._conv_forward`, which reads `x.dtype`). Read off whisper/model.py by hand.
@@ -24,21 +25,24 @@ import pytest
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("whisper") is None,
-                                reason="openai-whisper is not installed (the `repos` extra: scripts/setup repos)")
+needs_whisper = pytest.mark.skipif(importlib.util.find_spec("whisper") is None,
+                                   reason="openai-whisper is not installed (the `repos` extra: scripts/setup repos)")
 
 MODELS = '''
 import numpy as np
 import torch
 from torch.export import Dim
-from whisper.model import AudioEncoder, TextDecoder
 
 
 def build_decoder():
+    from whisper.model import TextDecoder
+
     return TextDecoder(n_vocab=100, n_ctx=16, n_state=32, n_head=4, n_layer=2).eval()
 
 
 def build_encoder():
+    from whisper.model import AudioEncoder
+
     return AudioEncoder(n_mels=8, n_ctx=16, n_state=32, n_head=4, n_layer=1).eval()
 
 
@@ -94,6 +98,20 @@ class Gate(torch.nn.Module):
 
 def gate_inputs():
     return (torch.randn(3), "sum")
+
+
+def build_bert():
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37)
+    return BertModel(config).eval()
+
+
+def tokenized():
+    from transformers import BatchEncoding
+
+    encoded = BatchEncoding({"input_ids": torch.randint(0, 100, (1, 8)), "attention_mask": torch.ones(1, 8, dtype=torch.long)})
+    return (encoded,)
 '''
 
 
@@ -119,6 +137,7 @@ def only(result):
     return errors[0]
 
 
+@needs_whisper
 def test_a_dynamic_shapes_dict_missing_an_input_lands_on_the_spec_factorys_return_naming_it(workspace, whisper_model):
     result = run(workspace, "build_decoder", "decoder_inputs", dynamic_shapes="speech.py:decoder_shapes_without_audio")
     finding = only(result)
@@ -134,6 +153,7 @@ def test_a_dynamic_shapes_dict_missing_an_input_lands_on_the_spec_factorys_retur
     assert ("model.py", line_of(whisper_model, "def forward(self, x: Tensor, xa: Tensor, kv_cache")) in related
 
 
+@needs_whisper
 def test_a_dynamic_shapes_tuple_of_the_wrong_length_lands_on_its_return(workspace):
     result = run(workspace, "build_decoder", "decoder_inputs", dynamic_shapes="speech.py:decoder_shapes_one_too_many")
     finding = only(result)
@@ -142,6 +162,7 @@ def test_a_dynamic_shapes_tuple_of_the_wrong_length_lands_on_its_return(workspac
     assert "the spec has 3 entries for 2 positional inputs" in finding.message
 
 
+@needs_whisper
 def test_a_keyword_forward_does_not_take_lands_on_the_key_with_the_parameter_meant(workspace):
     finding = only(run(workspace, "build_decoder", "decoder_inputs_misspelt"))
     models = workspace / "speech.py"
@@ -154,6 +175,7 @@ def test_a_keyword_forward_does_not_take_lands_on_the_key_with_the_parameter_mea
     assert "got an unexpected keyword argument 'kv_caches'" in finding.message
 
 
+@needs_whisper
 def test_a_numpy_array_lands_on_its_element_of_the_returned_tuple(workspace):
     finding = only(run(workspace, "build_encoder", "encoder_mel"))
     models = workspace / "speech.py"
@@ -166,6 +188,7 @@ def test_a_numpy_array_lands_on_its_element_of_the_returned_tuple(workspace):
     assert "AudioEncoder.forward(x: Tensor)" in finding.message
 
 
+@needs_whisper
 def test_the_return_that_ran_is_blamed_not_the_first_one(workspace):
     finding = only(run(workspace, "build_encoder", "encoder_numpy"))
     models = workspace / "speech.py"
@@ -174,6 +197,7 @@ def test_the_return_that_ran_is_blamed_not_the_first_one(workspace):
     assert finding.location.column == models.read_text().splitlines()[finding.location.line - 1].index("return") + 1
 
 
+@needs_whisper
 def test_a_string_forward_computes_with_lands_on_the_return_with_the_library_line_related(workspace, whisper_model):
     finding = only(run(workspace, "build_encoder", "encoder_path"))
     models = workspace / "speech.py"
@@ -196,3 +220,15 @@ def test_a_failure_that_is_not_the_inputs_keeps_its_line_although_a_string_is_gi
     finding = only(run(workspace, "Gate", "gate_inputs"))
     assert finding.code == "torch-export"
     assert finding.location.line == line_of(workspace / "speech.py", 'if mode == "sum" and x.sum() > 0:')
+
+
+def test_a_tokenizers_batch_encoding_given_as_one_input_says_to_give_its_entries_as_keywords(workspace):
+    # transformers' BatchEncoding is a UserDict without a pytree registration: torch.export
+    # rejects it as an input; its entries are BertModel.forward's keyword inputs.
+    finding = only(run(workspace, "build_bert", "tokenized"))
+    models = workspace / "speech.py"
+    line = line_of(models, "return (encoded,)")
+    assert finding.code == "setup"
+    assert (finding.location.line, finding.location.column) == (line, models.read_text().splitlines()[line - 1].index("encoded") + 1)
+    assert "`input_ids` is a transformers.tokenization_utils_base.BatchEncoding" in finding.message
+    assert "return `dict(...)` of it, the keyword inputs, instead" in finding.message
