@@ -45,7 +45,17 @@ class Workspace:
     # name -> 1-based line of its [[target]] header, for EVERY declared target (with or without
     # config mistakes): findings without a source line can be put there.
     target_lines: dict[str, int] = field(default_factory=dict)
+    # name -> reference key ("model", "inputs", ...) -> where its value is written, for the valid
+    # targets: a finding about a reference no line of code can be blamed for goes there.
+    reference_values: dict[str, dict[str, Location]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # `config` findings
+
+    def place_in_config(self, target: str | None, finding: Finding) -> Location:
+        """Where a finding without a source location is shown in the config: on the value of the
+        reference it is about (`Finding.reference`), else on its target's [[target]] header line
+        (the first line for a config finding)."""
+        written = self.reference_values.get(target or "", {}).get(finding.reference or "")
+        return written or Location(str(self.config_file), self.target_lines.get(target or "", 1))
 
 
 def find_config(start: Path) -> Path | None:
@@ -428,6 +438,9 @@ class _Loader:
                 self.workspace.target_lines[name] = site.header.line
         if len(self.workspace.findings) > errors_before or name is None:
             return None
+        self.workspace.reference_values[name] = {
+            key: Location(str(self.path), span.line, span.column, span.line, span.end_column)
+            for key in REFERENCE_KEYS if key in values and (span := self._value_span(site, key)) is not None}
         spec = self.make_spec(name, values)
         if "output" in values:
             problem = self._outside_problem("output", values["output"], Path(spec.output))

@@ -5,7 +5,8 @@ paths, lines and columns:
 * paths are relative to the workspace root when inside it, absolute otherwise;
 * lines and columns are 1-based, `end_column` exclusive (exporter/types.py);
 * a finding without a source location (e.g. a crash before any user code ran) is placed on its
-  target's [[target]] header line in the config file, so every finding has a place to click.
+  target's [[target]] header line in the config file, so every finding has a place to click; one
+  about a reference (a callable the module does not define) on that reference's value.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from urllib.parse import quote
 
 from onnxlens.exporter.types import CODES, ExportResult, Finding, Location
 from onnxlens.server.config import Workspace
+from onnxlens.server.shared_findings import grouped, merged, problem_key
 
 INFORMATION_URI = "https://pypi.org/project/onnxlens/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -77,8 +79,19 @@ class CheckRun:
             pairs.extend((result.target, f) for f in result.findings)
         return pairs
 
+    @property
+    def shown(self) -> list[tuple[list[str | None], Finding]]:
+        """The findings as the text and SARIF output show them: a problem several targets share
+        once, naming them (server/shared_findings.py); config findings first."""
+        pairs = self.findings
+        keyed = ((problem_key(finding) if finding.location is not None else (target, index), (target, finding))
+                 for index, (target, finding) in enumerate(pairs))
+        return [([target for target, _ in group], merged([str(target) for target, _ in group], [f for _, f in group]))
+                for group in grouped(keyed)]
+
     def count(self, severity: str) -> int:
-        return sum(1 for _, finding in self.findings if finding.severity == severity)
+        """Problems of a severity, a problem several targets share once."""
+        return sum(1 for _, finding in self.shown if finding.severity == severity)
 
 
 def version() -> str:
@@ -118,8 +131,7 @@ def located(finding: Finding, target: str | None, workspace: Workspace) -> Locat
     """The finding's location with every field filled in (see the module docstring)."""
     location = finding.location
     if location is None or not location.file:
-        line = workspace.target_lines.get(target or "", 1)
-        location = Location(str(workspace.config_file), line)
+        location = workspace.place_in_config(target, finding)
     end_line = location.end_line or location.line
     end_column = location.end_column
     if end_column is None:
@@ -153,7 +165,7 @@ def progress_line(result: ExportResult) -> str:
             outcome += f" with {_pluralize(warnings, 'warning')}"
     else:
         problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-        outcome = f"failed: {_pluralize(problems, 'problem')}"
+        outcome = f"failed: {_pluralize(problems, 'problem')}{result.elsewhere()}"
     if result.cached:  # the seconds are the earlier export's, not this run's
         return f"onnxlens: {result.target}: {outcome} (cached: nothing it depends on changed since an export of {result.seconds:.2f} s)"
     return f"onnxlens: {result.target}: {outcome} in {result.seconds:.2f} s"
@@ -162,10 +174,13 @@ def progress_line(result: ExportResult) -> str:
 def render_text(run: CheckRun) -> str:
     root = run.workspace.root
     out: list[str] = []
-    for target, finding in run.findings:
+    for targets, finding in run.shown:
+        target = targets[0]
         location = located(finding, target, run.workspace)
         message = message_of(finding).replace("\n", "\n    ")
-        prefix = f"[{target}] " if target and len(run.results) > 1 else ""
+        prefix = ""
+        if target and len(run.results) > 1:
+            prefix = f"[{target}] " if len(targets) == 1 else f"[{len(targets)} targets] "
         out.append(f"{display_path(location.file, root)}:{location.line}:{location.column}: "
                    f"{finding.severity}[{finding.code}] {prefix}{message}")
         if finding.source_line and finding.source_line.strip():
@@ -258,7 +273,8 @@ def _artifact(path: str, root: Path) -> dict[str, Any]:
     return {"uri": quote(shown), "uriBaseId": "%SRCROOT%"}
 
 
-def _sarif_result(finding: Finding, target: str | None, workspace: Workspace, rule_index: int) -> dict[str, Any]:
+def _sarif_result(finding: Finding, targets: list[str | None], workspace: Workspace, rule_index: int) -> dict[str, Any]:
+    target = targets[0]
     location = located(finding, target, workspace)
     result: dict[str, Any] = {
         "ruleId": finding.code,
@@ -287,7 +303,8 @@ def _sarif_result(finding: Finding, target: str | None, workspace: Workspace, ru
             }
             for index, related in enumerate(finding.related, start=1)
         ],
-        "properties": {"stage": finding.stage, **({"target": target} if target else {})},
+        "properties": {"stage": finding.stage, **({"target": target} if target else {}),
+                       **({"targets": targets} if len(targets) > 1 else {})},
     }
     if finding.source_line:
         result["locations"][0]["physicalLocation"]["region"]["snippet"] = {"text": finding.source_line}
@@ -307,8 +324,8 @@ def to_sarif_data(run: CheckRun) -> dict[str, Any]:
         for code in codes
     ]
     results = [
-        _sarif_result(finding, target, run.workspace, codes.index(finding.code) if finding.code in codes else -1)
-        for target, finding in run.findings
+        _sarif_result(finding, targets, run.workspace, codes.index(finding.code) if finding.code in codes else -1)
+        for targets, finding in run.shown
     ]
     for result in results:
         if result["ruleIndex"] < 0:
