@@ -20,7 +20,8 @@ import tomllib
 
 from tests.cli.test_init import run
 from tests.support.workspace import line_of
-from tests.targets.test_repositories import WHISPER_DIMENSIONS, package_copy
+from tests.support.repositories import package_copy
+from tests.targets.test_repositories import WHISPER_DIMENSIONS
 
 
 def _targets(root) -> dict[str, str]:

@@ -28,9 +28,7 @@ load beside the CPU build of torch the tests run with; their model modules impor
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -39,19 +37,10 @@ from onnxlens.server.edits import apply_insertions
 from onnxlens.server.target_candidates import find_candidates
 from onnxlens.server.target_fix import plan_targets
 from onnxlens.server.workspace_targets import workspace_choices
+from tests.support.repositories import package_copy
 
 WHISPER_DIMENSIONS = ("n_mels", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer", "n_vocab",
                       "n_text_ctx", "n_text_state", "n_text_head", "n_text_layer")
-
-
-def package_copy(package: str, destination: Path) -> Path:
-    """A copy of an installed package's directory at `destination` (nothing imported)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"{package} is not installed (the `repos` extra: scripts/setup repos)")
-    shutil.copytree(list(spec.submodule_search_locations)[0], destination,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    return destination
 
 
 def initialized(root: Path) -> tuple[dict[str, str], dict[str, str]]:
