@@ -141,3 +141,15 @@ class ResultCache:
             log.warning("could not write cache file %s: %s", path, error)
             return False
         return True
+
+
+def stored_files(spec: TargetSpec) -> list[str] | None:
+    """The files the target's cached result depended on when it was stored, whether or not they
+    changed since (None: no readable cache entry): which targets a changed file reaches."""
+    try:
+        entry = msgpack.unpackb(cache_file(spec).read_bytes(), raw=False)
+        if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+            return None
+        return [str(path) for path in entry["files"]]
+    except Exception:  # noqa: BLE001 - a missing or damaged entry: the closure is unknown
+        return None
