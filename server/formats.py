@@ -26,6 +26,7 @@ from onnxlens.server.gate import GATE_CODES, GateVerdict
 from onnxlens.server.graphs import GraphSummary
 from onnxlens.server.rules import rules
 from onnxlens.server.shards import Shard
+from onnxlens.server.source_lines import read_line
 
 INFORMATION_URI = "https://pypi.org/project/onnxlens/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -102,17 +103,6 @@ def _optional_path(path: str | None, root: Path) -> str | None:
     return display_path(path, root) if path else None
 
 
-def _read_line(file: str, line: int) -> str | None:
-    try:
-        with open(file, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, start=1):
-                if number == line:
-                    return text.rstrip("\n")
-    except OSError:
-        pass
-    return None
-
-
 def located(finding: Finding, target: str | None, workspace: Workspace) -> Location:
     """The finding's location with every field filled in (see the module docstring)."""
     location = finding.location
@@ -124,7 +114,7 @@ def located(finding: Finding, target: str | None, workspace: Workspace) -> Locat
     if end_column is None:
         # No columns known: the whole line (up to its end), as editors underline it.
         text = finding.source_line if finding.source_line is not None and end_line == location.line else None
-        text = text if text is not None else _read_line(location.file, end_line)
+        text = text if text is not None else read_line(location.file, end_line)
         end_column = max(len(text.rstrip()) + 1 if text else 0, location.column + 1)
     return Location(location.file, location.line, location.column, end_line, end_column)
 
@@ -155,7 +145,7 @@ def placed_findings(run: CheckRun) -> list[Placed]:
     bases = []
     for (target, finding), location in zip(pairs, locations):
         own_line = finding.location is not None and bool(finding.location.file) and finding.source_line is not None
-        text = finding.source_line if own_line else _read_line(location.file, location.line)
+        text = finding.source_line if own_line else read_line(location.file, location.line)
         bases.append(fingerprint_base(target=target, code=finding.code, path=display_path(location.file, root),
                                       line_text=text, message=message_of(finding), root=str(root)))
     return [Placed(target, finding, location, fingerprint)
@@ -254,7 +244,7 @@ def _rounded(seconds: float) -> float:
 def _lines(result: ExportResult, root: Path) -> list[dict[str, Any]]:
     """What each source line became (LineInfo), with its text: the gate matches lines by text."""
     return [{"file": display_path(info.file, root), "line": info.line,
-             "text": (_read_line(info.file, info.line) or "").strip(), "ops": info.ops, "modules": info.modules}
+             "text": (read_line(info.file, info.line) or "").strip(), "ops": info.ops, "modules": info.modules}
             for info in result.lines]
 
 

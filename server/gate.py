@@ -36,6 +36,7 @@ from typing import Any
 from onnxlens.exporter import references
 from onnxlens.exporter.types import Finding, Location, Related
 from onnxlens.server.config import Workspace
+from onnxlens.server.source_lines import read_line
 
 GATE_CODES = {
     "stopped-exporting": "error",
@@ -217,7 +218,7 @@ class _Comparison:
     def _location(self, entry: dict[str, Any]) -> Location:
         column = entry.get("column")
         if column is None:  # a line of `lines`: from its first character
-            text = _line_text(self._path(entry), entry["line"]) or ""
+            text = read_line(self._path(entry), entry["line"]) or ""
             column = len(text) - len(text.lstrip()) + 1
         return Location(self._path(entry), entry["line"], column, entry.get("end_line"), entry.get("end_column"))
 
@@ -227,7 +228,7 @@ class _Comparison:
     def add(self, code: str, message: str, where: dict[str, Any] | None, related: list[Related] | None = None,
             ) -> None:
         location = self._location(where) if where is not None else self.fallback
-        text = _line_text(location.file, location.line) if location is not None else None
+        text = read_line(location.file, location.line) if location is not None else None
         self.found.append(Finding(code=code, severity=GATE_CODES[code], stage="gate", message=message,
                                   location=location, related=related or [], source_line=text))
 
@@ -357,17 +358,6 @@ class _Comparison:
                    f"({growth}, threshold ×{factor:g} and more than atol {atol:g})")
         mismatch = next((d for d in self.now["diagnostics"] if d["code"] == "mismatch"), None)
         self.add("verification-error", message + (" (first differing value on this line)" if mismatch else ""), mismatch)
-
-
-def _line_text(path: str, line: int) -> str | None:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, text in enumerate(handle, start=1):
-                if number == line:
-                    return text.rstrip("\n")
-    except OSError:
-        pass
-    return None
 
 
 def _summed(lines: list[dict[str, Any]]) -> dict[str, int]:

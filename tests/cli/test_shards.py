@@ -9,22 +9,7 @@ import json
 import pytest
 
 from onnxlens.server.shards import ShardError, parse_shard, shard_of, split
-from tests.support.team import TARGETS, onnxlens, write_team
-
-# What differs between two exports of the same model: how long they took, how much memory they
-# peaked at, whether the cache answered, and the last bits of onnxruntime's float results
-# (its threads sum in varying order: the largest difference from torch moves by ~1e-8).
-VOLATILE = {"seconds", "stages", "memory_mb", "cached", "localisation_seconds", "other_sizes_seconds",
-            "max_abs_diff", "max_rel_diff"}
-
-
-def _steady(value):
-    if isinstance(value, dict):
-        return {k: _steady(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_steady(v) for v in value]
-    return value
-
+from tests.support.team import TARGETS, comparable, onnxlens, write_team
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
@@ -58,7 +43,7 @@ def test_merged_json_equals_the_unsharded_run(runs):
     full = out["full"][0]
     assert "shard" not in merged and "shard" not in full
     assert [t["name"] for t in merged["targets"]] == list(TARGETS)
-    assert _steady(merged) == _steady(full)
+    assert comparable(merged) == comparable(full)
 
 
 def test_merged_sarif_equals_the_unsharded_run(runs):

@@ -161,3 +161,19 @@ def onnxlens(*args: str | Path, cwd: Path | None = None) -> subprocess.Completed
     """The real `onnxlens` command line, in a process of its own."""
     return subprocess.run([sys.executable, "-m", "onnxlens.server.cli", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=900)
+
+
+# What differs between two exports of the same model: how long they took, how much memory they
+# peaked at, whether the cache answered, and the last bits of onnxruntime's float results (its
+# threads sum in varying order: the largest difference from torch moves by ~1e-8).
+VOLATILE = {"seconds", "stages", "memory_mb", "cached", "localisation_seconds", "other_sizes_seconds",
+            "max_abs_diff", "max_rel_diff"}
+
+
+def comparable(value):
+    """A JSON result without its VOLATILE parts: what two exports of the same targets share."""
+    if isinstance(value, dict):
+        return {k: comparable(v) for k, v in value.items() if k not in VOLATILE}
+    if isinstance(value, list):
+        return [comparable(v) for v in value]
+    return value

@@ -11,30 +11,14 @@ import pytest
 
 from onnxlens.server.admission import Admission
 from onnxlens.server.exports import DEFAULT_JOB_MEMORY_MB, ExportService
-from tests.worker.worker_helpers import spec_for, write_model
+from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 
-MODEL = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(8, 4)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def inputs():
-    return (torch.randn(2, 8),)
-'''
 
 
 def _specs(root, count=3):
     specs = []
     for index in range(count):
-        write_model(root, f"m{index}.py", MODEL)
+        write_model(root, f"m{index}.py", MLP_SOURCE)
         specs.append(spec_for(root, f"m{index}.py"))
     return specs
 
