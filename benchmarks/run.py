@@ -131,7 +131,7 @@ async def _peak_child_uss(service: ExportService, spec: TargetSpec) -> int:
 
 async def measure_worker(root: Path, runs: int) -> dict[str, object]:
     results: dict[str, object] = {}
-    service = ExportService(jobs=1, use_cache=False, root=str(root))
+    service = ExportService(jobs=1, use_cache=False)
     try:
         start = time.perf_counter()
         await service.start()

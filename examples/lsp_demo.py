@@ -2,7 +2,7 @@
 
     .venv/bin/python examples/lsp_demo.py
 
-Copies examples/ to a temporary directory, starts `python -m onnxlens.server` on stdio, opens
+Copies examples/ to a temporary directory, starts `python -I -m onnxlens.server` on stdio, opens
 models/spectral.py, prints the problems as an editor shows them, fixes both files (the two
 operators without an ONNX translation become supported ones), saves, and prints how long the
 re-export took and that the problems are gone. Uses pygls' own LSP client; no editor needed.
@@ -116,7 +116,7 @@ async def main() -> int:
     editor = Editor(workspace)
     client = editor.client
     print(f"workspace: {workspace}")
-    await client.start_io(sys.executable, "-m", "onnxlens.server")
+    await client.start_io(sys.executable, "-I", "-m", "onnxlens.server")
     started = time.perf_counter()
     await client.initialize_async(lsp.InitializeParams(
         process_id=None, root_uri=workspace.as_uri(),

@@ -46,8 +46,9 @@ import msgpack
 PROTOCOL_VERSION = 1
 
 # Thread-pool sizes the client forces to 1 in the zygote's environment (an OpenMP pool does not
-# survive fork). The user's own values travel in USER_ENV_VARIABLE (JSON) and children restore
-# them, so processes started by user code see the user's settings.
+# survive fork). The user's own values of these, and of what exporter/launch.py sets
+# (PYTHONSAFEPATH), travel in USER_ENV_VARIABLE (JSON) and children restore them, so processes
+# started by user code see the user's settings.
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 USER_ENV_VARIABLE = "ONNXLENS_USER_THREAD_ENV"
 

@@ -38,6 +38,7 @@ CODES: dict[str, str] = {
     "torch-version": "info",
     "timeout": "error",
     "crash": "error",
+    "output": "error",
 }
 
 
@@ -212,10 +213,25 @@ class LineInfo(Plain):
 
 
 @dataclass
+class WrittenFile(Plain):
+    """A file an export wrote, as it was written (exporter/written.py): the digest of its content
+    and the identity of its inode. The result cache trusts a result only while its files are these."""
+
+    path: str
+    sha256: str
+    size: int
+    device: int
+    inode: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+@dataclass
 class ExportResult(Plain):
     target: str
     status: str  # "ok" | "failed"
     onnx: str | None = None  # path of the .onnx written by this job (None when it failed)
+    onnx_data: str | None = None  # the weights' file the .onnx names (exporter/onnx_pair.py); None without weights
     graph_onnx: str | None = None  # path of the graph-only .onnx (no weights) of a weights-free model
     report: str | None = None
     exported_program: str | None = None  # path of a text dump of the torch.export program
@@ -228,6 +244,8 @@ class ExportResult(Plain):
     node_count: int | None = None
     model_location: Location | None = None  # where the model callable is defined
     shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
+    written: list[WrittenFile] = field(default_factory=list)  # the model's files as the save wrote them
+    export_id: str = ""  # this export's own id, also written in its report (which must describe it)
     cached: bool = False  # set by the server when the result came from the cache
 
     def to_dict(self) -> dict[str, Any]:
@@ -241,6 +259,7 @@ class ExportResult(Plain):
         result = _from_dict(cls, data)
         result.findings = [Finding.from_dict(f) if isinstance(f, dict) else f for f in result.findings]
         result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
+        result.written = [WrittenFile.from_dict(w) if isinstance(w, dict) else w for w in result.written]
         if isinstance(result.model_location, dict):
             result.model_location = Location.from_dict(result.model_location)
         if isinstance(result.shapes_proposal, dict):

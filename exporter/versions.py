@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from onnxlens.exporter.launch import WORKING_DIRECTORY, interpreter_environment
+
 VERSIONED_PACKAGES = ("torch", "onnx", "onnxscript", "onnxruntime", "onnxlens")
 
 
@@ -57,7 +59,7 @@ def interpreter_versions(python: str) -> dict[str, str | None]:
         return installed_versions()
     try:
         out = subprocess.run([python, "-c", VERSIONS_SCRIPT], capture_output=True, text=True, timeout=60,
-                             check=True).stdout
+                             check=True, cwd=WORKING_DIRECTORY, env=interpreter_environment()).stdout
         return json.loads(out)
     except (OSError, subprocess.SubprocessError, ValueError):
         return {"unknown-interpreter": python}

@@ -90,6 +90,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(default: 80%% of the memory available when the check starts)")
     check.add_argument("--no-verify", action="store_true", help="skip the onnxruntime comparison")
     check.add_argument("--no-cache", action="store_true", help="export even if a cached result is valid")
+    check.add_argument("--trust-cache", action="store_true",
+                       help="also use cached results this user did not write on this machine (a cache "
+                            "restored in CI); their files must still be unchanged")
     check.add_argument("--baseline", type=Path, metavar="FILE",
                        help="regression gate: compare with this saved result; the exit status says whether "
                             "the gate passed")
@@ -160,9 +163,11 @@ def check(args: argparse.Namespace) -> int:
     baseline = _baseline(args.baseline)
     specs = _select(workspace, args.target)
     if args.changed is not None:
+        from onnxlens.server.cache import ResultCache
         from onnxlens.server.reach import reached
 
-        specs = reached(workspace, specs, [Path(f) for f in args.changed])
+        cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
+        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
     shard = None
     if args.shard:
         try:
@@ -199,8 +204,9 @@ def check(args: argparse.Namespace) -> int:
                   f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         estimates = {t["name"]: float(t["memory_mb"]) for t in baseline["targets"] if t.get("memory_mb")} if baseline else {}
         results, memory, internal_errors = asyncio.run(
-            _export_all(specs, root=workspace.root, jobs=args.jobs, use_cache=not args.no_cache, on_done=finished,
-                        memory_budget_mb=args.memory_budget or _default_memory_budget(), memory_estimates=estimates))
+            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
+                        on_done=finished, memory_budget_mb=args.memory_budget or _default_memory_budget(),
+                        memory_estimates=estimates))
     run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
                    selection=args.target, shard=shard, memory_mb=memory)
     if baseline is not None or args.save_baseline is not None:
@@ -275,23 +281,24 @@ def init(args: argparse.Namespace) -> int:
     """`onnxlens init`: plan the targets (server/workspace_targets.py, server/target_fix.py), print
     them, and unless --dry-run apply the insertions to the files."""
     from onnxlens.server.edits import apply_insertions
-    from onnxlens.server.target_fix import TargetFixError, plan_targets
-    from onnxlens.server.workspace_targets import workspace_choices
+    from onnxlens.server.workspace_targets import plan_workspace
 
     path = Path(args.path)
     if not path.is_dir():
         raise UsageError(f"{path}: not a directory")
     config = find_config(path)
     root = (config.parent if config is not None else path).resolve()
-    choices = workspace_choices(root)
-    if not choices:
+    plan = plan_workspace(root)
+    if plan.stopped:
+        print(f"onnxlens: the search for models in {root} stopped early ({plan.stopped}); "
+              f"run `onnxlens init` on the directory that holds them", file=sys.stderr)
+    if plan.problem:
+        raise UsageError(plan.problem)
+    fix = plan.fix
+    if fix is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
               "(nn.Module classes constructed without arguments, and factory functions)")
         return EXIT_OK
-    try:
-        fix = plan_targets(root, choices)
-    except TargetFixError as error:
-        raise UsageError(str(error)) from None
     verb = "would add" if args.dry_run else "added"
     for target in fix.targets:
         print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")
@@ -373,7 +380,7 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
     return [spec for spec in workspace.targets if spec.name in wanted]
 
 
-async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cache: bool,
+async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, trust_cache: bool,
                       on_done: Callable[[ExportResult], None], memory_budget_mb: float | None = None,
                       memory_estimates: dict[str, float] | None = None,
                       ) -> tuple[list[ExportResult], dict[str, float], int]:
@@ -382,8 +389,8 @@ async def _export_all(specs: list[TargetSpec], *, root: Path, jobs: int, use_cac
     that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache, root=str(root), memory_budget_mb=memory_budget_mb,
-                            memory_estimates=memory_estimates)
+    service = ExportService(jobs=jobs, use_cache=use_cache, trust_cache=trust_cache,
+                            memory_budget_mb=memory_budget_mb, memory_estimates=memory_estimates)
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:

@@ -5,9 +5,15 @@ offending line (and the columns of the offending key or value) of the config fil
 underlines it and `onnxlens check` prints it like any other problem. A target with a mistake is
 left out of `Workspace.targets`; the other targets stay exportable.
 
+Outputs stay in the workspace: an `output-dir` or a target's `output` that lies outside the
+config's directory once `..` and symlinks are resolved is a mistake on its line, unless the
+global `allow-output-outside-workspace = true` says it is meant (a shared models directory). An
+output directory outside leaves every target out (each would write its report there). File
+references outside the workspace are mistakes too (references.Reference.outside).
+
 Keys (docs/configuration.md), global and per target where marked:
-    output-dir (global), verify*, timeout*, opset*, memory-limit* (MB; an onnxlens extension),
-    source-paths*,
+    output-dir (global), allow-output-outside-workspace (global), verify*, timeout*, opset*,
+    memory-limit* (MB; an onnxlens extension), source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations, extra-decompositions;
     gate (the table [tool.onnxlens.gate], `onnxlens check --baseline`): node-count-percent,
@@ -211,7 +217,7 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "memory-limit": _check_positive_int("a positive integer (megabytes)"),
     "source-paths": _check_choice(*SOURCE_PATH_MODES),
 }
-GLOBAL_CHECKS = {"output-dir": _check_string, **_SHARED_CHECKS}
+GLOBAL_CHECKS = {"output-dir": _check_string, "allow-output-outside-workspace": _check_bool, **_SHARED_CHECKS}
 TARGET_CHECKS = {
     "name": _check_target_name,
     "model": _check_reference,
@@ -247,6 +253,7 @@ class _Loader:
         self.main_site = TableSite(path=(), is_array=False, header=None)  # [tool.onnxlens]
         self.target_sites: list[TableSite] = []  # each [[tool.onnxlens.target]] header, in order
         self.defaults: dict[str, Any] = {}  # the valid global settings
+        self.output_dir_outside = False  # output-dir is outside the workspace, not allowed: no target exports
 
     # -- findings --------------------------------------------------------------------------
 
@@ -357,6 +364,13 @@ class _Loader:
         self.defaults = self.check_keys(table, self.main_site, GLOBAL_CHECKS, ("target", "gate"), where)
         root = self.workspace.root
         self.workspace.output_dir = (root / self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR)).resolve()
+        problem = self._outside_problem("output-dir", self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR),
+                                        self.workspace.output_dir)
+        if problem:
+            self.output_dir_outside = True
+            self.error(problem + "; no target is exported",
+                       self._value_span(self.main_site, "output-dir") if "output-dir" in self.defaults
+                       else self.main_site.header)
         if "gate" in table:
             self.load_gate(table["gate"])
 
@@ -369,6 +383,15 @@ class _Loader:
         if site is None:  # an inline table: its keys are on the `gate = {...}` line
             site = TableSite(path=(), is_array=False, header=self._key_span(self.main_site, "gate"))
         self.workspace.gate = self.check_keys(table, site, GATE_CHECKS, (), header)
+
+    def _outside_problem(self, key: str, value: str, resolved: Path) -> str | None:
+        """The mistake of an output path outside the workspace, unless that is allowed."""
+        root = self.workspace.root
+        if resolved.is_relative_to(root) or self.defaults.get("allow-output-outside-workspace"):
+            return None
+        return (f"`{key}` = {_shown(value)} is outside the workspace {root} (it resolves to {resolved}): onnxlens "
+                "writes only inside the workspace unless `allow-output-outside-workspace = true` is set "
+                "in the global settings")
 
     def load_targets(self, entries: Any) -> None:
         header = "[[tool.onnxlens.target]]" if self.is_pyproject else "[[target]]"
@@ -396,7 +419,7 @@ class _Loader:
             else:
                 site = TableSite(path=(), is_array=True, header=self._key_span(self.main_site, "target"))
             spec = self.load_target(entry, site, header, seen)
-            if spec is None:
+            if spec is None or self.output_dir_outside:
                 continue
             shared = next((path for path in (spec.output, spec.graph_output) if path in outputs), None)
             if shared is not None:
@@ -434,12 +457,22 @@ class _Loader:
                 self.workspace.target_lines[name] = site.header.line
         if len(self.workspace.findings) > errors_before or name is None:
             return None
-        return self.make_spec(name, values)
+        spec = self.make_spec(name, values)
+        if "output" in values:
+            problem = self._outside_problem("output", values["output"], Path(spec.output))
+            if problem:
+                self.error(problem, self._value_span(site, "output"))
+                return None
+        return spec
 
     def check_reference_file(self, key: str, reference: str, site: TableSite) -> None:
         where = reference.rpartition(":")[0]
         if not where.endswith(".py"):
             return  # a module name: only an import can tell (the worker reports it)
+        parsed = references.parse(reference)
+        if parsed is not None and parsed.outside(self.workspace.root) is not None:
+            self.error(parsed.outside_message(f"`{key}`", self.workspace.root), self._value_span(site, key))
+            return
         path = self.workspace.root / where
         if path.is_file():
             return

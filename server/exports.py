@@ -32,12 +32,12 @@ DEFAULT_JOB_MEMORY_MB = 1024.0
 
 
 class ExportService:
-    def __init__(self, *, jobs: int = 1, use_cache: bool = True, python: str | None = None,
-                 root: str | None = None, env: dict[str, str] | None = None,
+    def __init__(self, *, jobs: int = 1, use_cache: bool = True, trust_cache: bool = False,
+                 python: str | None = None, env: dict[str, str] | None = None,
                  memory_budget_mb: float | None = None, memory_estimates: dict[str, float] | None = None) -> None:
-        """`python`: the user's interpreter (it needs torch and onnxlens); `root`: the worker's
-        working directory (the workspace root; default: the current directory); `env`: its
-        environment (default: ours).
+        """`python`: the user's interpreter (it needs torch and onnxlens); `env`: its
+        environment (default: ours); `trust_cache`: use cached results signed by another key too
+        (server/cache.py; `onnxlens check --trust-cache` only, never the editor).
 
         `memory_budget_mb`: the memory the export processes running at once may need together
         (server/admission.py; None: no limit), each job estimated by `memory_estimate`;
@@ -46,9 +46,8 @@ class ExportService:
         self.jobs = max(1, jobs)
         self.use_cache = use_cache
         self.python = python or sys.executable
-        self.root = root
         self.env = env
-        self.cache = ResultCache(self.python, env)
+        self.cache = ResultCache(self.python, env, trust_foreign=trust_cache)
         self.admission = Admission(self.jobs, memory_budget_mb)
         self.memory_estimates: dict[str, float] = dict(memory_estimates or {})
         self.peak_memory_mb: dict[str, float] = {}  # target -> its export process's peak (this service's jobs)
@@ -145,7 +144,7 @@ class ExportService:
                 elif old is not None:
                     await old.stop()  # reap the dead one
                 self._retired = [w for w in self._retired if w.alive]
-                self._worker = Worker(self.python, cwd=self.root, env=self.env,
+                self._worker = Worker(self.python, env=self.env,
                                       preload_deny=self._preload_deny)
                 await self._worker.start()
             return self._worker

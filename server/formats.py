@@ -254,6 +254,7 @@ def _target_data(result: ExportResult, run: CheckRun, diagnostics: list[dict[str
         "name": result.target,
         "status": result.status,
         "onnx": _optional_path(result.onnx, root),
+        "onnx_data": _optional_path(result.onnx_data, root),  # extension: the weights' file it names
         "graph_onnx": _optional_path(result.graph_onnx, root),  # extension: weights-free models
         "report": _optional_path(result.report, root),
         "seconds": _rounded(result.seconds),

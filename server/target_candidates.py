@@ -17,14 +17,20 @@ Linear/Conv1d/Conv2d's input size, the first Embedding's vocabulary), from which
 server/target_fix.py writes example inputs.
 
 Torch-free and LSP-free: text in, plain data out; a file that does not parse has no candidates.
+`readable_source` says which files are worth reading at all.
 """
 
 from __future__ import annotations
 
 import ast
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 
 TORCH_NN = "torch.nn"
+# A generated or vendored blob is no model of the user's: files (and buffers, in characters)
+# larger than this are not searched for candidates, by the workspace scan nor the code action.
+MAX_FILE_BYTES = 2_000_000
 # torch.nn names that are not modules (a class deriving from them is not a model).
 _NOT_MODULES = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
 # The layers whose first argument tells the input's size, by torch.nn name.
@@ -108,6 +114,16 @@ def is_torch_nn_module(origin: str | None) -> bool:
         return False
     name = origin.rsplit(".", 1)[-1]
     return name[:1].isupper() and name not in _NOT_MODULES
+
+
+def readable_source(path: Path) -> bool:
+    """A file worth searching for candidates: a regular file (a FIFO or a device named `.py`
+    would block the read) of at most MAX_FILE_BYTES."""
+    try:
+        status = path.stat()
+    except OSError:
+        return False
+    return stat.S_ISREG(status.st_mode) and status.st_size <= MAX_FILE_BYTES
 
 
 def find_candidates(text: str) -> list[Candidate]:

@@ -1,7 +1,7 @@
 """The server's client of one export worker process (exporter/worker/zygote.py). asyncio; no torch.
 
 `Worker` starts `python -m onnxlens.exporter.worker.zygote` with the user's interpreter and
-environment, sends it jobs as msgpack frames and routes its replies to the waiting jobs. The
+environment, never in the workspace (exporter/launch.py), sends it jobs as msgpack frames and routes its replies to the waiting jobs. The
 zygote supervises the children (deadlines, crashes); this side cancels jobs, notices a zygote
 that died (every job in flight then fails with WorkerDied) or stopped answering, and stops it.
 Restarting is the caller's decision (server/exports.py).
@@ -20,6 +20,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
 from onnxlens.exporter.protocol import (
     PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
@@ -72,29 +73,28 @@ class _Job:
 
 def worker_environment(base: dict[str, str] | None = None,
                        preload_deny: set[str] | frozenset[str] = frozenset()) -> dict[str, str]:
-    """The user's environment, with the zygote's thread discipline and a safe sys.path."""
-    env = dict(os.environ if base is None else base)
+    """The user's environment, with the zygote's thread discipline and a safe sys.path
+    (exporter/launch.py); the user's own values of what is changed travel along for the
+    children to restore."""
+    user = dict(os.environ if base is None else base)
+    env = interpreter_environment(user)
     if preload_deny:
         denied = set(filter(None, env.get(PRELOAD_DENY_VARIABLE, "").split(","))) | set(preload_deny)
         env[PRELOAD_DENY_VARIABLE] = ",".join(sorted(denied))
-    env[USER_ENV_VARIABLE] = json.dumps({name: env.get(name) for name in THREAD_VARIABLES})
+    env[USER_ENV_VARIABLE] = json.dumps({name: user.get(name) for name in (*THREAD_VARIABLES, SAFE_PATH_VARIABLE)})
     for name in THREAD_VARIABLES:
         env[name] = "1"
-    # The workspace root (our cwd) must not shadow the libraries the zygote imports; children
-    # add the root to sys.path themselves. (PYTHONSAFEPATH is Python 3.11's -P.)
-    env["PYTHONSAFEPATH"] = "1"
     return env
 
 
 class Worker:
     """One zygote process and the jobs in flight on it."""
 
-    def __init__(self, python: str, *, cwd: str | None = None, env: dict[str, str] | None = None,
+    def __init__(self, python: str, *, env: dict[str, str] | None = None,
                  preload_deny: set[str] | None = None) -> None:
         """`preload_deny`: packages the zygote must not preload; a retiring zygote adds the
         package that made it retire (the caller shares the set between its workers)."""
-        self.python = python
-        self.cwd = cwd
+        self.python = os.path.abspath(python)  # the zygote starts in another directory
         self.preload_deny = preload_deny if preload_deny is not None else set()
         self.env = worker_environment(env, self.preload_deny)
         self.retiring = False  # still finishing its jobs, but takes no new ones
@@ -140,7 +140,7 @@ class Worker:
             self.process = await asyncio.create_subprocess_exec(
                 self.python, "-m", "onnxlens.exporter.worker.zygote",
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, cwd=self.cwd, env=self.env,
+                stderr=asyncio.subprocess.PIPE, cwd=WORKING_DIRECTORY, env=self.env,
             )
         except OSError as error:
             self._end = f"could not run {self.python}: {error}"

@@ -1,13 +1,21 @@
 """The targets a whole workspace could have: what `onnxlens init` adds and what the language
 server offers for a workspace folder without a config ("Add targets").
 
-Every .py file under the root that imports torch, outside hidden directories, virtual
-environments, site-packages, build output, node_modules and tests; in each, the top-level
+Every .py file under the root that imports torch, outside hidden directories, environments
+(virtual or conda), site-packages, build output, node_modules and tests; in each, the top-level
 candidates (server/target_candidates.py) that no target exports yet:
 
 * every factory function that can be called without arguments;
 * every class whose constructor takes no arguments, unless a factory of its file returns it
   (the factory is how its author builds it: `build_encoder` rather than `Encoder`).
+
+The scan is bounded, so that a workspace folder that is a home directory or `/` costs seconds,
+not the whole disk: at most MAX_DEPTH directories deep, MAX_DIRECTORIES directories and
+MAX_FILES Python files, MAX_MODEL_FILES files with candidates (each is parsed again to plan its
+edit), MAX_SECONDS for the search; only regular files up to MAX_FILE_BYTES are read
+(`readable_source`). A scan that
+stopped says why (`Scan.stopped`); what it found until then is kept. The language server runs
+it in a helper process (server/offload.py), which it kills to cancel the scan.
 
 Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans the edits).
 """
@@ -15,35 +23,100 @@ Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnxlens.server.target_candidates import find_candidates, imports_torch
-from onnxlens.server.target_fix import Choice, config_file_for, configured_models, is_configured
+from onnxlens.server.target_candidates import find_candidates, imports_torch, readable_source
+from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, config_file_for, configured_models, \
+    is_configured, plan_targets
 
-SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "build", "dist", "node_modules", "tests",
-                          "test", "__pycache__"})
-MAX_FILE_BYTES = 2_000_000  # a generated or vendored blob is no model of the user's
+SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "dist-packages", "build", "dist",
+                          "node_modules", "tests", "test", "__pycache__", "__pypackages__"})
+ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")  # a directory holding one is an environment
+MAX_DEPTH = 12
+MAX_DIRECTORIES = 20_000
+MAX_FILES = 5_000
+MAX_MODEL_FILES = 200
+MAX_SECONDS = 30.0
 
 
-def python_files(root: Path) -> list[Path]:
-    """The workspace's own Python files, sorted (test files left out)."""
-    found = []
+@dataclass
+class Scan:
+    """What a scan found, and why it stopped early (None: it covered the whole workspace)."""
+
+    choices: list[Choice] = field(default_factory=list)
+    stopped: str | None = None
+
+
+@dataclass
+class WorkspacePlan:
+    """`onnxlens init`'s edits for a workspace: None when it has no new candidates or they
+    cannot be added (`problem` says why); `stopped`: why the scan stopped early, if it did."""
+
+    fix: TargetsFix | None
+    stopped: str | None = None
+    problem: str | None = None
+
+
+class _Budget:
+    def __init__(self) -> None:
+        self.deadline = time.monotonic() + MAX_SECONDS
+        self.directories = 0
+        self.stopped: str | None = None
+
+    def out_of_time(self) -> bool:
+        if time.monotonic() <= self.deadline:
+            return False
+        self.stopped = self.stopped or f"it took over {MAX_SECONDS:g} s"
+        return True
+
+    def walk_ends(self) -> bool:
+        """Time, directories or files are used up: the walk stops (the files found are read)."""
+        if self.directories > MAX_DIRECTORIES:
+            self.stopped = self.stopped or f"it reached {MAX_DIRECTORIES} directories"
+        return self.stopped is not None or self.out_of_time()
+
+
+def _skipped(directory: str, name: str) -> bool:
+    return name.startswith(".") or name in SKIPPED_DIRS or \
+        any(os.path.exists(os.path.join(directory, name, marker)) for marker in ENVIRONMENT_MARKERS)
+
+
+def _python_files(root: Path, budget: _Budget) -> list[Path]:
+    """The workspace's own Python files, sorted (test files left out), within the budget."""
+    found: list[Path] = []
+    depth_of_root = str(root).rstrip(os.sep).count(os.sep)
     for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRS
-                                   and not os.path.isfile(os.path.join(directory, d, "pyvenv.cfg")))
-        found += [Path(directory, f) for f in files
+        budget.directories += 1
+        if budget.walk_ends():
+            subdirectories[:] = []
+            break
+        if directory.count(os.sep) - depth_of_root >= MAX_DEPTH:
+            subdirectories[:] = []
+        else:
+            subdirectories[:] = sorted(d for d in subdirectories if not _skipped(directory, d))
+        found += [Path(directory, f) for f in sorted(files)
                   if f.endswith(".py") and not f.startswith(("test_", "conftest")) and not f.endswith("_test.py")]
+        if len(found) >= MAX_FILES:
+            budget.stopped = f"it reached {MAX_FILES} Python files"
+            del found[MAX_FILES:]
+            break
     return sorted(found)
 
 
-def workspace_choices(root: Path) -> list[Choice]:
+def workspace_choices(root: Path) -> Scan:
     """The candidates of the workspace at `root` worth a target, in file order."""
     root = root.resolve()
+    budget = _Budget()
     configured = configured_models(config_file_for(root))
-    choices = []
-    for file in python_files(root):
+    scan = Scan()
+    model_files = 0
+    for file in _python_files(root, budget):
+        if budget.out_of_time():
+            break
         try:
-            if file.stat().st_size > MAX_FILE_BYTES:
+            if not readable_source(file):
                 continue
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -52,10 +125,25 @@ def workspace_choices(root: Path) -> list[Choice]:
             continue
         candidates = find_candidates(text)
         built = {c.model_class for c in candidates if c.kind == "factory" and not c.needs_arguments}
-        for candidate in candidates:
-            if not candidate.top_level or candidate.needs_arguments or is_configured(file, candidate, candidates, configured):
-                continue
-            if candidate.kind == "class" and candidate.name in built:
-                continue
-            choices.append(Choice(file.resolve(), candidate))
-    return choices
+        chosen = [Choice(file.resolve(), candidate) for candidate in candidates
+                  if candidate.top_level and not candidate.needs_arguments
+                  and not is_configured(file, candidate, candidates, configured)
+                  and not (candidate.kind == "class" and candidate.name in built)]
+        scan.choices += chosen
+        model_files += bool(chosen)
+        if model_files >= MAX_MODEL_FILES:
+            budget.stopped = budget.stopped or f"it found models in {MAX_MODEL_FILES} files"
+            break
+    scan.stopped = budget.stopped
+    return scan
+
+
+def plan_workspace(root: Path) -> WorkspacePlan:
+    """The scan, then one edit adding a target per candidate found (server/target_fix.py)."""
+    scan = workspace_choices(root)
+    if not scan.choices:
+        return WorkspacePlan(None, scan.stopped)
+    try:
+        return WorkspacePlan(plan_targets(root.resolve(), scan.choices), scan.stopped)
+    except TargetFixError as error:
+        return WorkspacePlan(None, scan.stopped, str(error))

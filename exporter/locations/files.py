@@ -8,15 +8,19 @@ mismatches, crashes and timeouts, import/setup errors) and the hover/lens lines 
   onnxruntime, installed in site-packages/dist-packages), Python's standard library, onnxlens
   itself, and code without a file (`<string>`, `<frozen ...>`, `<eval_with_key>`). torch's
   tracing machinery (dynamo, fx, export, nn.Module's call wrapper) is part of it. Noise in a
-  user's call chain: never shown. One exception: the example models torch ships
-  (`torch/_export/db/examples`, ExportDB) are model code, not torch's machinery: a target may
-  export one, and its lines are then the only lines that explain a failure. They count as
-  library code.
+  user's call chain: never shown. Except the model's own code (`model_code`): a target may
+  export a model that ships inside torch (an ExportDB example, `nn.AdaptiveLogSoftmaxWithLoss`),
+  and its lines are then the only lines that explain a failure. They count as library code.
 * `Origin.USER`: a file of the workspace (`Workspace.contains`: under the root, not in a
   vendored or virtual-environment directory, not in the output directory). The primary location
   of a finding is always the innermost such frame when there is one.
 * `Origin.LIBRARY`: everything else, which is third-party code such as transformers (or a file
   outside the workspace): part of the user-relevant chain, shown as related locations.
+
+The model's own code is the file of the target model's class and the files of its module
+tree's classes that come from the same package (the class's directory, or below): wherever that
+is installed. Which torch modules the model merely uses (an `nn.Linear` in a user's model)
+stays torch's.
 
 Without a workspace (verification called without a root), the user's files are those outside
 installed packages and Python's own.
@@ -28,10 +32,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import inspect
 import os
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Iterable
 
 from onnxlens.exporter.types import TargetSpec
 
@@ -41,9 +47,6 @@ VENDOR_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".to
 
 # Installed packages whose frames are torch's side of the export, not the model's.
 INTERNAL_PACKAGES = frozenset({"torch", "functorch", "onnx", "onnxscript", "onnx_ir", "onnxruntime"})
-
-# Model code that ships inside an internal package: torch's ExportDB example models.
-_MODEL_CODE_IN_INTERNAL = ("/torch/_export/db/examples/",)
 
 # torch's own tracing machinery: dynamo, fx, export and nn.Module's call wrapper. Internal like
 # the rest of torch; a mismatch drops them before it pairs `forward` frames with modules (see
@@ -69,10 +72,12 @@ class Origin(enum.Enum):
 class Workspace:
     """Decides whether a file is the user's: under the root, not vendored, not our output."""
 
-    def __init__(self, root: str, output_dir: str | None = None) -> None:
+    def __init__(self, root: str, output_dir: str | None = None, model_files: Iterable[str] = ()) -> None:
         self.root = os.path.realpath(root)
         self.output_dir = os.path.realpath(output_dir) if output_dir else None
+        self.model_files = frozenset(os.path.realpath(file) for file in model_files)  # see `model_code`
         self._cache: dict[str, bool] = {}
+        self._model_cache: dict[str, bool] = {}
         # Resolving symlinks costs a few syscalls a path; thousands of loaded modules are checked
         # per job, and nearly all of them are textually outside the root.
         self._prefixes = tuple({os.path.abspath(root).rstrip(os.sep) + os.sep, self.root.rstrip(os.sep) + os.sep})
@@ -106,9 +111,38 @@ class Workspace:
         return inside
 
 
+    def is_model_code(self, path: str) -> bool:
+        """One of the files of the model's own code (`model_code`)."""
+        if not self.model_files:
+            return False
+        known = self._model_cache.get(path)
+        if known is None:
+            known = self._model_cache[path] = os.path.realpath(path) in self.model_files
+        return known
+
+
+def model_code(classes: Iterable[type]) -> frozenset[str]:
+    """The files of the model's own code, from its module tree's classes (the model's class
+    first): the model class's file, and the files of the other classes from its package (the
+    directory of that file, or below). Classes without a source file add nothing."""
+    files = [_source_file(cls) for cls in classes]
+    if not files or files[0] is None:
+        return frozenset()
+    package = os.path.dirname(files[0])
+    return frozenset(file for file in files if file is not None and _is_under(file, package))
+
+
+def _source_file(cls: type) -> str | None:
+    try:
+        file = inspect.getsourcefile(cls)
+    except (TypeError, OSError):
+        return None
+    return os.path.realpath(file) if file else None
+
+
 def classify(path: str | None, workspace: Workspace | None) -> Origin:
     """Whose code `path` is (see the module docstring)."""
-    if is_internal(path):
+    if is_internal(path) and not (workspace is not None and path and workspace.is_model_code(path)):
         return Origin.INTERNAL
     if workspace is None:
         return Origin.LIBRARY if _is_installed(path) else Origin.USER
@@ -125,8 +159,6 @@ def is_internal(path: str | None) -> bool:
     if not path or path.startswith("<"):
         return True
     normalized = path.replace("\\", "/")
-    if any(marker in normalized for marker in _MODEL_CODE_IN_INTERNAL):
-        return False
     if normalized.startswith(_OWN_DIRS) or os.path.realpath(path).replace("\\", "/").startswith(_OWN_DIRS):
         return True
     for marker in ("/site-packages/", "/dist-packages/"):
@@ -135,9 +167,10 @@ def is_internal(path: str | None) -> bool:
     return "/lib/python3" in normalized or os.path.realpath(path).startswith(_stdlib_dirs())
 
 
-def is_tracing_machinery(path: str) -> bool:
-    """A frame of torch's tracing machinery (dynamo, fx, export, nn.Module.__call__)."""
-    return is_internal(path) and any(part in path for part in _MACHINERY)
+def is_tracing_machinery(path: str, workspace: Workspace | None = None) -> bool:
+    """A frame of torch's tracing machinery (dynamo, fx, export, nn.Module.__call__), not the
+    model's own code."""
+    return classify(path, workspace) is Origin.INTERNAL and any(part in path for part in _MACHINERY)
 
 
 def _is_under(path: str, directory: str) -> bool:

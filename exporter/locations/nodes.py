@@ -66,7 +66,7 @@ def node_trace(meta: dict[str, Any]) -> str | None:
 
 def locate_node(meta: dict[str, Any], workspace: Workspace | None) -> Place:
     """The user's line (and the chain around it) for one FX node's metadata."""
-    frames = [f for f in from_stack_trace(node_trace(meta)) if not is_tracing_machinery(f.file)]
+    frames = [f for f in from_stack_trace(node_trace(meta)) if not is_tracing_machinery(f.file, workspace)]
     modules = module_stack(meta)
     owners = _frame_modules(frames, modules)
     components = {part for path, _ in modules for part in path.split(".") if part}

@@ -1,53 +1,53 @@
-"""Findings for exceptions a stage caught: on the FX node the error names, else on the user's
-frames that raised, else on the FX node being interpreted when it was raised, else at the model's
-definition.
+"""Findings for exceptions a stage caught: on the FX node the error is about, else on the user's
+frames that raised, else at the model's definition.
 
 Translation errors name the FX node they failed on (`Error when translating node %name :
 ...`); onnx.checker and shape inference name an ONNX node, whose metadata names its FX node
-(onnx_nodes.py); decomposition errors name none, but `run_decompositions` (and the type
-promotion pass after it) re-trace the program with a `torch.fx.Interpreter`, whose frames on the
-traceback hold the node it was running (a decomposition raising `Cannot view a tensor ...`, a
-custom op with alias annotations). Either way the node's stack trace says which line of the
-user's code it came from. An exception no stage expected (user code that raised past torch, or
-a bug of ours) becomes a finding of the stage it happened in: the pipeline never raises.
+(onnx_nodes.py); decomposition errors name none, and failed_nodes.py finds the node from what
+the traceback holds (the node an FX interpreter was running, the higher-order op whose subgraph
+a pass was working on) or from the program input the error names (the node that wrote to it).
+Either way the node's stack trace says which line of the model's code it came from. An
+exception no stage expected (user code that raised past torch, or a bug of ours) becomes a
+finding of the stage it happened in: the pipeline never raises.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 from typing import Any, Iterator, NoReturn
 
 import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import from_traceback, is_user_code, locate
+from onnxlens.exporter.pipeline.failed_nodes import input_named_in, interpreted_node, node_named_in, subgraph_owner
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.stacks import graph_modules
 from onnxlens.exporter.types import Finding, Related
 
 # The code of a finding for an unexpected failure in each stage.
 STAGE_CODES = {
     "load": "setup", "capture": "torch-export", "decompose": "decomposition", "scan": "translation",
     "translate": "translation", "optimize": "translation", "check": "onnx-checker", "verify": "translation",
-    "save": "translation",
+    "save": "output",
 }
 
 
-def error_finding(job: Job, error: BaseException, code: str, context: str) -> Finding:
-    """A finding of the running stage for an exception: on the FX node (or ONNX node) it names if
-    any, else the user's frames that raised, else the node an FX interpreter was running, else
-    the model's definition. User code that raised on the way to a named node (a custom
-    translation, say) is a related location."""
+def error_finding(job: Job, error: BaseException, code: str, context: str, node: Any = None) -> Finding:
+    """A finding of the running stage for an exception: on the FX `node` it failed at when the
+    caller knows it, else the FX node (or ONNX node) it names if any, else the user's frames that
+    raised, else the node an FX interpreter was running, else the model's definition. User code
+    that raised on the way to a named node (a custom translation, say) is a related location."""
     chain = list(exception_chain(error))
     raised_frames = [frame for item in chain for frame in from_traceback(item)]
     place = None
-    onnx_node = onnx_nodes.named_node("\n".join(str(item) for item in chain),
-                                      job.onnx_program.model if job.onnx_program is not None else None)
-    node = onnx_nodes.fx_node(onnx_node, job.decomposed) if onnx_node is not None else None
-    node = node or node_named_in(job, error)
+    onnx_node = None
+    if node is None:
+        onnx_node = onnx_nodes.named_node("\n".join(str(item) for item in chain),
+                                          job.onnx_program.model if job.onnx_program is not None else None)
+        node = onnx_nodes.fx_node(onnx_node, job.decomposed) if onnx_node is not None else None
+        node = node or node_named_in(job, chain)
     if node is None and not any(is_user_code(frame.file, job.workspace) for frame in raised_frames):
         # Where the user's code raised (a fake kernel of theirs) says more than the node does.
-        node = interpreted_node(error)
+        node = interpreted_node(chain) or subgraph_owner(chain) or input_named_in(job, chain)
     if node is not None or onnx_node is not None:
         place = onnx_nodes.place(onnx_node, node, job.workspace)
         innermost = next((f for f in reversed(raised_frames) if is_user_code(f.file, job.workspace)), None)
@@ -89,48 +89,6 @@ def fail_on(job: Job, error: BaseException, code: str, context: str) -> NoReturn
     """End the pipeline with the finding of an exception the running stage caught."""
     job.error = error
     job.fail([error_finding(job, error, code, context)])
-
-
-def node_named_in(job: Job, error: BaseException) -> Any:
-    """The FX node an exporter error names (`Error when translating node ...`, checker node names)."""
-    program = job.decomposed
-    if program is None:
-        return None
-    texts = [str(item) for item in itertools.islice(exception_chain(error), 5)]
-    text = "\n".join(texts)
-    nodes = [node for module in graph_modules(program) for node in module.graph.nodes
-             if node.op == "call_function"]
-    # The exporter's own wording first ("Error when translating node %name : ..."), then any
-    # quoted node name (onnx.checker names ONNX nodes after the FX nodes they came from).
-    for node in nodes:
-        if node.format_node() in text:
-            return node
-    for node in nodes:
-        if (f"'{node.name}'" in text or f'"{node.name}"' in text
-                or re.search(rf"\bnode[ _]{re.escape(node.name)}\b", text)):
-            return node
-    return None
-
-
-def interpreted_node(error: BaseException) -> Any:
-    """The FX node a `torch.fx.Interpreter` was running when `error` was raised: the innermost
-    traceback frame of an interpreter's method with the node in hand (`run_node(self, n)`, the
-    `node` of `run`'s loop), along the exception chain. None if no interpreter was running."""
-    import torch
-
-    for item in exception_chain(error):
-        found = None
-        traceback = item.__traceback__
-        while traceback is not None:
-            local = traceback.tb_frame.f_locals
-            if isinstance(local.get("self"), torch.fx.Interpreter):
-                node = local.get("n", local.get("node"))
-                if isinstance(node, torch.fx.Node) and node.op in ("call_function", "call_method", "call_module"):
-                    found = node  # keep going: the innermost frame wins
-            traceback = traceback.tb_next
-        if found is not None:
-            return found
-    return None
 
 
 # torch appends the node and its stack trace to errors raised while interpreting a graph: the

@@ -11,6 +11,7 @@ from __future__ import annotations
 from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.loader as loading
 import onnxlens.exporter.pipeline.weights as weights
+from onnxlens.exporter.locations import model_code
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.shapes_proposal import propose
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
@@ -49,6 +50,8 @@ def run(job: Job) -> None:
         location = references.definition_location(spec.root, spec.custom_translations)
         job.fail([Finding(code="setup", stage="load", location=location,
                           message=f"custom-translations {spec.custom_translations}: " + "; ".join(problems))])
+    # The model's own code counts as model code wherever it is installed (files.py).
+    job.workspace.model_files = model_code(type(module) for module in model.modules())
     if getattr(model, "training", False):
         job.log(f"{spec.name}: the model is in training mode; call model.eval() in the factory "
                 "unless that is intended (dropout and batch norm export differently)")

@@ -162,6 +162,9 @@ class Loader:
                                             f"(the {what} reference {ref!r})")) from None
 
     def _import(self, reference: references.Reference, what: str):
+        if reference.outside(self.root) is not None:
+            raise LoadError(Finding(code="import", stage="load",
+                                    message=reference.outside_message(f"the {what} reference", self.root)))
         if self.root not in sys.path:
             sys.path.insert(0, self.root)
         try:

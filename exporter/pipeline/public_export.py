@@ -27,7 +27,8 @@ from typing import Any
 import onnxlens.exporter.pipeline.lines as lines
 from onnxlens.exporter.locations import from_stack_trace, locate
 from onnxlens.exporter.pipeline.capture import user_frames
-from onnxlens.exporter.pipeline.errors import exception_chain, first_line, interpreted_node
+from onnxlens.exporter.pipeline.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failed_nodes import interpreted_node
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.torch_internals import seen_torch_version, supported_releases
 from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals
@@ -67,7 +68,7 @@ def failure_finding(job: Job, error: BaseException) -> Finding:
     place = locate(user_frames(error, job.workspace), job.workspace)
     note = None
     if place.location is None:
-        node = named_node(chain) or interpreted_node(error)
+        node = named_node(chain) or interpreted_node(chain)
         trace = node.meta.get("stack_trace") if node is not None else None
         if trace:
             place = locate(from_stack_trace(trace), job.workspace)

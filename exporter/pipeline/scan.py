@@ -7,7 +7,8 @@ same dispatch (`internals.dispatch`) and registry the translation will use, and 
 on the innermost line of the user's code that produced it (exporter/locations), with what the
 user called to get it (op_sources.py); op_findings.py writes the findings. Most of them were
 already sent while capture traced the ops, as preliminary findings of this stage (traced_ops.py):
-the scan's own replace them.
+the scan's own replace them. When it finds some, the nodes whose translation fails for another
+reason are found too (translate.py: `other_failures`): every failure at once.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.pipeline.translate import other_failures
 from onnxlens.exporter.pipeline.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer
@@ -41,7 +43,9 @@ def run(job: Job) -> None:
     if not missing:
         return
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
-    job.fail(findings_for(located, job.workspace, job.fallback))
+    # The translation will not run: the other nodes whose translation fails are reported now.
+    others = other_failures(job, reported=lambda node: lacks_translation(node, job.registry))
+    job.fail(findings_for(located, job.workspace, job.fallback) + others)
 
 
 def in_branch(op: UnsupportedOp) -> bool:
@@ -80,12 +84,8 @@ def unsupported_ops(program: Any, registry: Any, opset: int | None = None,
     found = []
     for module in graph_modules(program):
         for node in module.graph.nodes:
-            if node.op != "call_function" or node.target is operator.getitem:
-                continue
-            if internals.is_onnx_op(node.target):
-                continue
-            function, reason = internals.dispatch(node, registry)
-            if function is not None:
+            reason = _missing_translation(node, registry)
+            if reason is None:
                 continue
             found.append(unsupported_op(node, reason))
             if opset is not None:
@@ -95,6 +95,20 @@ def unsupported_ops(program: Any, registry: Any, opset: int | None = None,
                     offers[node.target] = offer(node)
                 found[-1].offer = offers[node.target]
     return found
+
+
+def lacks_translation(node: Any, registry: Any) -> bool:
+    """The node is one the scan reports: its op has no translation in the registry."""
+    return _missing_translation(node, registry) is not None
+
+
+def _missing_translation(node: Any, registry: Any) -> str | None:
+    """Why the registry has no translation for the node's op; None when it has one, or the node
+    needs none (not a call, `getitem`, an ONNX op already)."""
+    if node.op != "call_function" or node.target is operator.getitem or internals.is_onnx_op(node.target):
+        return None
+    function, reason = internals.dispatch(node, registry)
+    return reason if function is None else None
 
 
 def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:

@@ -4,24 +4,81 @@ Translation with the job's registry and conversion to the target opset: the publ
 steps (optimize.py does the rest of them), so the model is byte-identical to
 `torch.onnx.export(..., dynamo=True)`'s. When this stage ends, every error the stock exporter
 could raise is known (pipeline/__init__.py: `settles`).
+
+The stock translation stops at the first node that fails. When it fails, the program is
+translated once more with every node's failure recorded (internals.translation_failures): each
+failing node is a finding on its own line, all at once; stock's own failure is the first of
+them, worded as before. A failing `output` node is a value ONNX cannot hold that the model
+returns (outputs.py: on the `return` that returned it). A translation that succeeds is never
+run twice. When the scan stage already found ops without a translation, the translation does
+not run; the scan asks for the other nodes' failures (`other_failures`), so that those are
+reported at once too.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
-from onnxlens.exporter.pipeline.errors import fail_on
+from onnxlens.exporter.pipeline.errors import error_finding, exception_chain
+from onnxlens.exporter.pipeline.failed_nodes import node_named_in
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.outputs import untranslatable_output_finding
 from onnxlens.exporter.torch_internals.active import internals
+from onnxlens.exporter.types import Finding
+
+CONTEXT = "translating to ONNX failed"
 
 
 def run(job: Job) -> None:
     try:
         job.onnx_program = translate(job.decomposed, job.registry, job.opset)
     except Exception as error:  # noqa: BLE001 - any translation failure is a finding
-        fail_on(job, error, "translation", "translating to ONNX failed")
+        job.error = error
+        job.fail(failure_findings(job, error))
 
 
 def translate(decomposed: Any, registry: Any, opset: int) -> Any:
     """`_core.export` step 3: translate, then convert to the opset."""
     return internals.translate(decomposed, registry, opset)
+
+
+def failure_findings(job: Job, error: BaseException) -> list[Finding]:
+    """One finding per node whose translation fails; stock's `error` is the first node's."""
+    failures = _failures(job)
+    stock_node = _stock_node(job, error, failures)
+    findings = [] if stock_node is not None else [error_finding(job, error, "translation", CONTEXT)]
+    return findings + [_finding(job, failure.node, error if failure.node is stock_node else failure.error)
+                       for failure in failures]
+
+
+def other_failures(job: Job, reported: Callable[[Any], bool]) -> list[Finding]:
+    """The nodes whose translation fails, but for those `reported` accepts (the scan's ops
+    without a translation), when the scan found some."""
+    return [_finding(job, failure.node, failure.error) for failure in _failures(job) if not reported(failure.node)]
+
+
+def _failures(job: Job) -> list[Any]:
+    try:
+        return internals.translation_failures(job.decomposed, job.registry)
+    except Exception as error:  # noqa: BLE001 - what the first failure says still stands
+        job.log(f"translating every node failed: {type(error).__name__}: {error}")
+        return []
+
+
+def _finding(job: Job, node: Any, error: BaseException) -> Finding:
+    if node.op == "output":
+        return untranslatable_output_finding(job, node, error)
+    finding = error_finding(job, error, "translation", CONTEXT, node=node)
+    finding.stage = "translate"
+    return finding
+
+
+def _stock_node(job: Job, error: BaseException, failures: list[Any]) -> Any:
+    """The node stock's error stopped at, if the second run failed there too (it meets the nodes
+    in the same order: its first failure)."""
+    if not failures:
+        return None
+    first = failures[0].node
+    chain = list(exception_chain(error))
+    text = "\n".join(str(item) for item in chain)
+    return first if first.format_node() in text or node_named_in(job, chain) is first else None

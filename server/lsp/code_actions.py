@@ -20,8 +20,9 @@ from onnxlens.exporter import references
 from onnxlens.exporter.types import Fix, Location
 from onnxlens.server.decomposition_fix import decomposition_fix
 from onnxlens.server.shapes_fix import shapes_fix
-from onnxlens.server.target_candidates import find_candidates
-from onnxlens.server.target_fix import Choice, TargetFixError, config_file_for, configured_models, is_configured, plan_targets
+from onnxlens.server.buffer_targets import selects_definition, target_fixes
+from onnxlens.server.target_candidates import MAX_FILE_BYTES
+from onnxlens.server.target_fix import config_file_for
 from onnxlens.server.translation_fix import TranslationFix, translation_fix
 
 from .diagnostics import Entry, line_range
@@ -48,9 +49,10 @@ def _wanted(kind: lsp.CodeActionKind, only: list[lsp.CodeActionKind] | None) -> 
 
 class CodeActions(Feature):
     @handles(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=[KIND, TARGET_KIND]))
-    def code_action(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
+    async def code_action(self, params: lsp.CodeActionParams) -> list[lsp.CodeAction] | None:
         only = params.context.only
-        targets = self._new_target_actions(path_of(params.text_document.uri), params) if _wanted(TARGET_KIND, only) else []
+        targets = await self._new_target_actions(path_of(params.text_document.uri), params) \
+            if _wanted(TARGET_KIND, only) else []
         if not _wanted(KIND, only):
             return targets or None
         entries = [e for e in self.session.diagnostics.entries(path_of(params.text_document.uri))
@@ -144,44 +146,37 @@ class CodeActions(Feature):
         return actions
 
 
-    def _new_target_actions(self, file: str, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+    async def _new_target_actions(self, file: str, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         """"Add <Name> as an ONNX export target" on the `class`/`def` line of a candidate that is
         no target's model yet, in a workspace inside the client's folders. Creating the config
-        file needs a client that creates files from a WorkspaceEdit."""
+        file needs a client that creates files from a WorkspaceEdit.
+
+        The buffer is parsed in the helper process (server/offload.py), never on the event loop
+        nor a thread of it: a big buffer's parse holds the GIL for seconds. Most requests need
+        no parse: the selection holds no top-level `class`/`def` line, or the buffer is past the
+        size of a model of the user's (server/buffer_targets.py)."""
         root = self._workspace_root(file) if file.endswith(".py") else None
         if root is None:
             return []
         text = self.session.client.document_text(params.text_document.uri)
+        first, last = params.range.start.line + 1, params.range.end.line + 1
+        if text is not None and (len(text) > MAX_FILE_BYTES or not selects_definition(text, first, last)):
+            return []
+        if not config_file_for(root).exists() and not self.session.client.features.create_files:
+            return []
         try:
-            text = Path(file).read_text(encoding="utf-8") if text is None else text
-        except (OSError, UnicodeDecodeError):
+            fixes, notes = await self.session.offload.call(target_fixes, Path(file), text, root, first, last)
+        except Exception as error:  # noqa: BLE001 - no action is all a failure costs
+            self.session.log(logging.WARNING, f"onnxlens: could not read {Path(file).name} for new targets: {error}")
             return []
-        selected = params.range
-        candidates = find_candidates(text)
-        here = [c for c in candidates if c.top_level and selected.start.line <= c.line - 1 <= selected.end.line]
-        if not here:
-            return []
-        config_file = config_file_for(root)
-        if not config_file.exists() and not self.session.client.features.create_files:
-            return []
-        configured = configured_models(config_file)
-        actions = []
-        for candidate in here:
-            if is_configured(Path(file), candidate, candidates, configured):
-                continue
-            try:
-                fix = plan_targets(root, [Choice(Path(file), candidate)], sources={Path(file): text})
-            except TargetFixError as error:
-                self.session.log(logging.INFO, f"onnxlens: no target for {candidate.name}: {error}")
-                continue
-            actions.append(lsp.CodeAction(title=fix.title, kind=TARGET_KIND, edit=workspace_edit(fix.insertions)))
-        return actions
+        for note in notes:
+            self.session.log(logging.INFO, note)
+        return [lsp.CodeAction(title=fix.title, kind=TARGET_KIND, edit=workspace_edit(fix.insertions)) for fix in fixes]
 
     def _workspace_root(self, file: str) -> Path | None:
         """The root new targets of `file` go to: its project's (the innermost) or its workspace
         folder's; None outside the client's workspace folders."""
-        folders = [Path(norm(f)) for f in self.session.client.folders()]
-        inside = [f for f in folders if Path(file).is_relative_to(f)]
+        inside = self.session.workspace_folders_containing(file)
         if not inside:
             return None
         containing = [p.root for p in self.session.projects_containing(file)]

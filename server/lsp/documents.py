@@ -1,12 +1,13 @@
 """The editor's document and settings notifications: didOpen (a file outside every known
-project may bring its config), didSave (a trigger), didChangeConfiguration (the settings).
+project may bring its config, when that lies inside a workspace folder), didSave (a trigger),
+didChangeConfiguration (the settings).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,27 @@ class Documents(Feature):
     """Saves go to the triggers; an opened file may bring a new project; settings apply at once."""
 
     triggers: Triggers
+    _outside: set[str] = field(default_factory=set)  # configs outside the workspace folders, logged
 
     @handles(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(self, params: lsp.DidOpenTextDocumentParams) -> None:
-        """A file outside every known project (an editor opened without a folder): find its config."""
+        """A file outside every known project: its config starts a project when the config lies
+        inside a workspace folder (a project nested in the folder). A config elsewhere runs
+        nothing — opening a file is no consent to run the code around it — and is logged once."""
         session = self.session
         path = path_of(params.text_document.uri)
         if session.projects_containing(path) or not path.endswith((".py", ".toml")):
             return
         config = find_config(Path(path).parent)
-        if config is not None and (project := session.add_project(config)) is not None \
-                and session.service.current is not None:
+        if config is None:
+            return
+        if not session.workspace_folders_containing(config):
+            if str(config) not in self._outside:
+                self._outside.add(str(config))
+                session.log(logging.INFO, f"onnxlens: {Path(path).name} belongs to {config}, which is outside the "
+                                          "workspace folders: nothing of it is exported (open its folder in the editor)")
+            return
+        if (project := session.add_project(config)) is not None and session.service.current is not None:
             session.export_project(project, reason="file opened")
 
     @handles(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))

@@ -9,6 +9,7 @@ export targets (target_offer.py).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ class Lifecycle(Feature):
 
     def __post_init__(self) -> None:
         self.offer = TargetOffer(self.session)
+        self.started = False  # `initialized` was handled: the session runs
+
 
     @handles(lsp.INITIALIZE)
     def initialize(self, params: lsp.InitializeParams) -> None:
@@ -36,7 +39,13 @@ class Lifecycle(Feature):
 
     @handles(lsp.INITIALIZED)
     async def initialized(self, params: lsp.InitializedParams) -> None:
+        """The session's start, once: the client sends `initialized` once (LSP 3.17); a repeated
+        one is logged and changes nothing (no second watcher, worker or export)."""
         session = self.session
+        if self.started:
+            session.log(logging.WARNING, "onnxlens: `initialized` was sent again; ignored")
+            return
+        self.started = True
         self.triggers.start_watching()
         for folder in session.client.folders():
             if session.add_folder(Path(folder), export=False) is None:
@@ -50,9 +59,9 @@ class Lifecycle(Feature):
     async def did_change_workspace_folders(self, params: lsp.DidChangeWorkspaceFoldersParams) -> None:
         session = self.session
         for folder in params.event.removed:
-            path = to_fs_path(folder.uri)
-            for project in [p for p in session.projects.values() if path and p.contains(str(Path(path).resolve()))]:
-                session.remove_project(project)
+            if path := to_fs_path(folder.uri):
+                self.offer.withdraw(Path(path))
+                session.remove_folder(Path(path))
         for folder in params.event.added:
             if path := to_fs_path(folder.uri):
                 if session.add_folder(Path(path), export=True) is None:
@@ -60,4 +69,5 @@ class Lifecycle(Feature):
 
     @handles(lsp.SHUTDOWN)
     async def shutdown(self, params: None) -> None:
+        await self.offer.close()
         await self.session.stop()

@@ -20,6 +20,7 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import ExportResult, ExportStatus, FindingsEvent
 from onnxlens.server.config import find_config
+from onnxlens.server.offload import Offload
 
 from .client import Client
 from .diagnostics import Diagnostics, SourceLines
@@ -44,6 +45,7 @@ class Session:
                                          on_result=self._export_finished, on_status=self._export_status,
                                          on_findings=self._export_reported)
         self.watcher: DiskWatcher | None = None  # set by Triggers.start_watching
+        self.offload = Offload()  # parses of big buffers, off the event loop
 
     def log(self, level: int, message: str) -> None:
         self.client.log(level, message)
@@ -77,7 +79,10 @@ class Session:
         return project
 
     def add_folder(self, folder: Path, *, export: bool) -> Project | None:
-        """A workspace folder: track the config that governs it, if there is one."""
+        """A workspace folder: track the config that governs it, if there is one, and notice
+        the folder being created again after it was deleted."""
+        if self.watcher is not None:
+            self.watcher.watch_folder(norm(folder), self._folder_appeared)
         config = find_config(folder)
         if config is None:
             self.log(logging.INFO, f"onnxlens: no [tool.onnxlens] configuration for {folder}")
@@ -88,6 +93,25 @@ class Session:
         if project is not None and export:
             self.export_project(project, reason="folder added")
         return project
+
+    def remove_folder(self, folder: Path) -> None:
+        """A workspace folder the client closed: the projects inside it go."""
+        path = norm(folder)
+        if self.watcher is not None:
+            self.watcher.unwatch_folder(path)
+        for project in [p for p in self.projects.values() if p.contains(path)]:
+            self.remove_project(project)
+
+    def _folder_appeared(self, folder: str) -> None:
+        """A workspace folder was deleted and created again (a fresh clone, a restored copy):
+        its watches died with it, and its projects are found again as when it was opened
+        (a config that is not there yet is watched for)."""
+        self.log(logging.INFO, f"onnxlens: {folder} was created again; looking for its configuration")
+        for project in [p for p in self.projects.values() if Path(p.root).is_relative_to(folder)]:
+            self.remove_project(project)
+        if self.watcher is not None:
+            self.watcher.forget(folder)
+        self.add_folder(Path(folder), export=True)
 
     def remove_project(self, project: Project) -> None:
         for name in project.targets:
@@ -112,6 +136,13 @@ class Session:
                 self.scheduler.show_cached(project, name, result)
             else:
                 self.scheduler.request(project, name, reason, delay_s=0)
+
+    def workspace_folders_containing(self, path: str | Path) -> list[Path]:
+        """The client's workspace folders `path` lies in (symlinks resolved). The trust boundary:
+        the server runs user code only for configured projects of these folders (README,
+        "Security"), never for a file opened elsewhere."""
+        resolved = Path(norm(path))
+        return [folder for folder in (Path(norm(f)) for f in self.client.folders()) if resolved.is_relative_to(folder)]
 
     def projects_containing(self, path: str) -> list[Project]:
         return [p for p in self.projects.values() if p.contains(path)]
@@ -170,6 +201,7 @@ class Session:
         if self._adapter_report is not None:
             self._adapter_report.cancel()
         await self.service.stop()
+        await self.offload.close()
         if self.watcher is not None:
             self.watcher.stop()
 

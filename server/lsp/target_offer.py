@@ -8,7 +8,9 @@ PyTorch models (server/workspace_targets.py, the same scan as `onnxlens init`), 
 the editor (triggers.py), or seen on disk (a folder without a config is watched for one).
 
 Asked once per folder and session, in the background: `initialized` does not wait for the user.
-The scan walks directories, so it runs in a worker thread, never on the event loop.
+The scan walks directories and parses files, so it runs in a helper process (server/offload.py),
+never on the event loop nor a thread of it; it is bounded (server/workspace_targets.py) and is
+killed when the offer is withdrawn (the folder removed, the session ending).
 """
 
 from __future__ import annotations
@@ -20,13 +22,15 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from onnxlens.server.config import find_config
-from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, plan_targets
-from onnxlens.server.workspace_targets import workspace_choices
+from onnxlens.server.offload import Offload
+from onnxlens.server.target_fix import TargetsFix
+from onnxlens.server.workspace_targets import MAX_SECONDS, plan_workspace
 
 from .session import Session
 from .workspace_edits import workspace_edit
 
 ADD, LATER = "Add targets", "Not now"
+SCAN_TIMEOUT = MAX_SECONDS + 30.0  # the scan stops itself at MAX_SECONDS; then the planning
 
 
 def question(count: int) -> str:
@@ -38,7 +42,10 @@ class TargetOffer:
     def __init__(self, session: Session) -> None:
         self._session = session
         self._asked: set[str] = set()  # folders asked about in this session
-        self._tasks: set[asyncio.Task] = set()
+        self._tasks: dict[str, asyncio.Task] = {}  # folder -> its offer, while it runs
+        # The scan and the planning run here: bounded, but seconds of parsing that would hold
+        # the GIL on a thread of the server; killing the helper cancels them.
+        self._helper = Offload(timeout=SCAN_TIMEOUT)
 
     def consider(self, folder: Path) -> None:
         """Ask about `folder` in the background if it has no config and the client can apply
@@ -48,8 +55,19 @@ class TargetOffer:
             return
         self._asked.add(key)
         task = asyncio.ensure_future(self._offer(Path(key)))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[key] = task
+        task.add_done_callback(lambda _: self._tasks.pop(key, None))
+
+    def withdraw(self, folder: Path) -> None:
+        """Stop the offer for `folder` (removed from the workspace), its scan included."""
+        if (task := self._tasks.get(str(folder.resolve()))) is not None:
+            task.cancel()
+
+    async def close(self) -> None:
+        """Stop every offer and the helper (the session ends)."""
+        for task in list(self._tasks.values()):
+            task.cancel()
+        await self._helper.close()
 
     async def _offer(self, folder: Path) -> None:
         session = self._session
@@ -68,21 +86,23 @@ class TargetOffer:
                                       f"{', '.join(t.name for t in fix.targets)} in {fix.config_file}")
         except Exception as error:  # noqa: BLE001 - an offer that fails must not disturb the session
             session.log(logging.WARNING, f"onnxlens: could not offer export targets for {folder}: {error}")
+        finally:
+            if all(task is asyncio.current_task() for task in self._tasks.values()):
+                await self._helper.close()  # the last offer: no helper idles for the session
 
     async def _plan(self, folder: Path) -> TargetsFix | None:
         """`onnxlens init`'s edits for the folder; None when it has a config, no models, or
         edits the client cannot apply (a new file, for a client that does not create files)."""
-        loop = asyncio.get_running_loop()
-        if await loop.run_in_executor(None, find_config, folder) is not None:
+        session = self._session
+        if await asyncio.get_running_loop().run_in_executor(None, find_config, folder) is not None:
             return None
-        choices: list[Choice] = await loop.run_in_executor(None, workspace_choices, folder)
-        if not choices:
-            return None
-        try:
-            fix = await loop.run_in_executor(None, plan_targets, folder, choices)
-        except TargetFixError as error:
-            self._session.log(logging.INFO, f"onnxlens: no export targets offered for {folder}: {error}")
-            return None
-        if any(i.create for i in fix.insertions) and not self._session.client.features.create_files:
+        plan = await self._helper.call(plan_workspace, folder)
+        found = len(plan.fix.targets) if plan.fix else 0
+        session.log(logging.INFO, f"onnxlens: searched {folder} for PyTorch models without an export target: {found} "
+                                  "found" + (f"; the search stopped early ({plan.stopped})" if plan.stopped else ""))
+        if plan.problem:
+            session.log(logging.INFO, f"onnxlens: no export targets offered for {folder}: {plan.problem}")
+        fix = plan.fix
+        if fix is None or (any(i.create for i in fix.insertions) and not session.client.features.create_files):
             return None
         return fix

@@ -29,6 +29,13 @@ def spec_for(root: Path, name: str, model: str, inputs: str, **options) -> Targe
                       verify=options.pop("verify", False), **options)
 
 
+def run_target(root: Path, model: str, inputs: str, **options):
+    """The shared pipeline's result for a target named after its model reference
+    (`cases.py:Model` -> `cases_Model`)."""
+    name = model.replace(".py", "").replace(":", "_").replace("/", "_")
+    return shared_pipeline().run(spec_for(root, name, model, inputs, **options))
+
+
 def write(root: Path, relative: str, text: str) -> Path:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)

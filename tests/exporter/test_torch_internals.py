@@ -78,3 +78,43 @@ def test_pieces_torch_lacks_are_named():
         "torch.onnx._internal.exporter._core._no_such_function", "torch.fx.proxy.TracerBase.no_such_method",
         "no_such_package.thing"]
     assert not missing_pieces(internals.PIECES)
+
+
+def test_translating_every_node_reports_each_failure_and_leaves_the_stock_translation_as_it_was():
+    """`translation_failures` (run only after `translate` failed) replaces `_core`'s node
+    handlers while it runs: afterwards the stock translation raises exactly what it raised
+    before, and a program that translates gives the same model."""
+    if not internals.FULL:
+        pytest.skip("the public path has no adapter")
+
+    class Shifts(torch.nn.Module):
+        def forward(self, x, s):
+            n = int(s)
+            return (x << n) + (x >> n)
+
+    class Plain(torch.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+    registry = internals.build_registry(internals.DEFAULT_OPSET)
+    tables = internals.decomposition_tables(registry)
+
+    def decomposed(model, args):
+        captured = internals.capture("strict", model, args, {}, None)
+        assert captured.error is None, captured.error
+        return internals.decompose(captured.program, *tables, None)
+
+    failing = decomposed(Shifts(), (torch.arange(8), torch.tensor(2)))
+    with pytest.raises(Exception) as before:
+        internals.translate(failing, registry, internals.DEFAULT_OPSET)
+    failures = internals.translation_failures(failing, registry)
+    assert [failure.node.name for failure in failures] == ["lshift", "rshift"]
+    assert all("Error when translating node %" in str(failure.error) for failure in failures)
+    with pytest.raises(type(before.value)) as after:
+        internals.translate(failing, registry, internals.DEFAULT_OPSET)
+    assert str(after.value) == str(before.value)
+    plain = decomposed(Plain(), (torch.randn(2, 3),))
+    first = internals.translate(plain, registry, internals.DEFAULT_OPSET).model_proto.SerializeToString()
+    internals.translation_failures(plain, registry)
+    assert not internals.translation_failures(plain, registry)
+    assert internals.translate(plain, registry, internals.DEFAULT_OPSET).model_proto.SerializeToString() == first

@@ -12,7 +12,7 @@ import time
 import psutil
 import pytest
 
-from tests.support.faults import exported, make_fault_workspace, net_source, tree, wait_gone
+from tests.support.faults import exported, exported_server, make_fault_workspace, net_source, tree, wait_gone
 from tests.support.lsp import RawServer, uri, uri_path
 from tests.support.workspace import write
 
@@ -34,10 +34,7 @@ def ws(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(ws):
-    server = RawServer(ws.root)
-    server.initialize()
-    server.open_and_save(ws.net)
-    server.wait_until(lambda: exported(ws.onnx, 1), "the first export")
+    server = exported_server(ws)
     yield server
     server.kill()
 

@@ -82,8 +82,11 @@ class Artifact:
 
 
 def onnx_files(onnx: Path) -> list[Artifact]:
-    """The .onnx and its external-data file (torch saves weights in `<name>.onnx.data`)."""
-    return [Artifact.of(path) for path in (onnx, onnx.with_name(onnx.name + ".data")) if path.exists()]
+    """The .onnx and the data file it names (`<name>.onnx.<digest>.data`, pipeline/save.py)."""
+    from onnxlens.exporter.onnx_pair import named_data_file
+
+    data = named_data_file(onnx) if onnx.exists() else None
+    return [Artifact.of(path) for path in (onnx, data) if path is not None and path.exists()]
 
 
 def leftover_temp_files(directory: Path) -> list[Path]:
@@ -299,6 +302,19 @@ def sigkill(pid: int) -> None:
         pass
 
 
+def exported_server(ws: FaultWorkspace) -> RawServer:
+    """A raw server on `ws`, initialized, its target exported once (the worker is warm)."""
+    server = RawServer(ws.root)
+    try:
+        server.initialize()
+        server.open_and_save(ws.net)
+        server.wait_until(lambda: exported(ws.onnx, 1), "the first export")
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
 # --------------------------------------------------------------------------------------------
 # The LSP session
 
@@ -320,11 +336,19 @@ class Session(Client):
         return now
 
     def worker_processes(self) -> list[psutil.Process]:
-        """The server's direct children: the worker (zygote) and nothing else."""
+        """The export worker: the server's direct children running the zygote (its other
+        child, the helper that parses big buffers, server/offload.py, is not one)."""
+        found = []
         try:
-            return psutil.Process(self.server_pid).children(recursive=False)
+            for child in psutil.Process(self.server_pid).children(recursive=False):
+                try:
+                    if "onnxlens.exporter.worker.zygote" in child.cmdline():
+                        found.append(child)
+                except psutil.NoSuchProcess:
+                    pass
         except psutil.NoSuchProcess:
-            return []
+            pass
+        return found
 
     async def leftovers_after_shutdown(self) -> list[str]:
         """LSP shutdown + exit; the processes of the tree still running EXIT_WAIT later."""

@@ -38,7 +38,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 from tests.support.data import plain
 from tests.support.workspace import write
 
-SERVER_COMMAND = [sys.executable, "-m", "onnxlens.server"]  # what `onnxlens serve` runs
+SERVER_COMMAND = [sys.executable, "-I", "-m", "onnxlens.server"]  # as editors start it: isolated (README, "Security")
 EXPORT_STATUS = "onnxlens/exportStatus"  # the structured status, for clients that opt in
 EDITORS = ["visual-studio-code", "neovim"]  # the recorded capabilities the tests run with
 

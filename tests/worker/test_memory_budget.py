@@ -34,7 +34,7 @@ async def _export_all(service: ExportService, specs) -> list:
 @pytest.mark.asyncio
 async def test_jobs_run_side_by_side_without_a_budget_and_one_by_one_within_a_small_one(tmp_path):
     specs = _specs(tmp_path)
-    free = ExportService(jobs=2, use_cache=False, root=str(tmp_path))
+    free = ExportService(jobs=2, use_cache=False)
     results = await _export_all(free, specs)
     assert [r.status for r in results] == ["ok"] * 3
     assert free.admission.peak_running == 2
@@ -44,12 +44,12 @@ async def test_jobs_run_side_by_side_without_a_budget_and_one_by_one_within_a_sm
 
     # Room for one of these processes, not two: the learned estimates keep them apart.
     largest = max(free.peak_memory_mb.values())
-    tight = ExportService(jobs=2, use_cache=False, root=str(tmp_path), memory_budget_mb=largest * 1.5,
+    tight = ExportService(jobs=2, use_cache=False, memory_budget_mb=largest * 1.5,
                           memory_estimates=free.peak_memory_mb)
     assert [r.status for r in await _export_all(tight, specs)] == ["ok"] * 3
     assert tight.admission.peak_running == 1
 
-    roomy = ExportService(jobs=2, use_cache=False, root=str(tmp_path), memory_budget_mb=largest * 2.5,
+    roomy = ExportService(jobs=2, use_cache=False, memory_budget_mb=largest * 2.5,
                           memory_estimates=free.peak_memory_mb)
     assert [r.status for r in await _export_all(roomy, specs)] == ["ok"] * 3
     assert roomy.admission.peak_running == 2

@@ -38,6 +38,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
 
+  // Restricted Mode starts nothing (manager.ts); trusting the workspace starts the server.
+  context.subscriptions.push(vscode.workspace.onDidGrantWorkspaceTrust(() => void server.restart("the workspace was trusted")));
+
   // A config created later (or [tool.onnxlens] added to pyproject.toml) starts the server.
   const configWatcher = vscode.workspace.createFileSystemWatcher(CONFIG_GLOB);
   const startIfNeeded = () => {

@@ -17,10 +17,13 @@ test("every command the extension registers is contributed with an ONNX Lens tit
   assert.equal(contributed.size, Object.values(Commands).length, "package.json contributes a command nobody registers");
 });
 
-test("the extension refuses untrusted workspaces and says why", () => {
+test("in untrusted workspaces the extension runs nothing, says why, and ignores the workspace's interpreter", () => {
   const trust = manifest.capabilities.untrustedWorkspaces;
-  assert.equal(trust.supported, false);
+  assert.equal(trust.supported, "limited");
   assert.match(trust.description, /runs the workspace's Python code/);
+  // A workspace's settings.json could name a script as the interpreter: VS Code ignores the
+  // workspace's value of a restricted setting until the workspace is trusted.
+  assert.deepEqual(trust.restrictedConfigurations, ["onnxlens.interpreter"]);
 });
 
 test("it targets VS Code 1.100 and has what vsce needs to package without questions", () => {

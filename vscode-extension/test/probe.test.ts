@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { after, before, test } from "node:test";
@@ -29,6 +29,21 @@ test("the project's interpreter has onnxlens and torch", async () => {
   assert.equal(probe.torch, true);
   assert.match(probe.version, /^3\.\d+/);
   assert.deepEqual(judgeProbe(PROJECT_PYTHON, probe), { ok: true });
+});
+
+test("the probe imports nothing from the workspace it runs in", async () => {
+  const workspace = mkdtempSync(path.join(tmpdir(), "onnxlens-shadowing-"));
+  try {
+    const marker = path.join(workspace, "SHADOW-RAN");
+    for (const name of ["json", "importlib", "onnxlens"]) {
+      writeFileSync(path.join(workspace, `${name}.py`), `open(${JSON.stringify(marker)}, "a").write("${name}\\n")\nraise SystemExit("shadowed")\n`);
+    }
+    const probe = await runProbe(PROJECT_PYTHON, workspace);
+    assert.deepEqual(judgeProbe(PROJECT_PYTHON, probe), { ok: true });
+    assert.ok(!existsSync(marker), `workspace modules ran in the probe: ${existsSync(marker) ? readFileSync(marker, "utf8") : ""}`);
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
+  }
 });
 
 test("an interpreter without onnxlens and torch is reported with the install action", async () => {

@@ -117,6 +117,23 @@ test("a stopped or unusable server says so", () => {
   assert.equal(text([{ kind: "server", phase: "not-ready", detail: "needs torch" }]), "$(error) ONNX Lens: not ready");
 });
 
+test("an untrusted workspace shows Restricted Mode, and a click manages trust", () => {
+  const shown = renderStatus(run([{ kind: "server", phase: "restricted" }]));
+  assert.equal(shown.text, "$(workspace-untrusted) ONNX: Restricted Mode");
+  assert.match(shown.tooltip, /runs the workspace's Python code/);
+  assert.equal(shown.command, "workbench.trust.manage");
+  assert.equal(shown.busy, false);
+  stub.reset();
+  const view = new StatusView("onnxlens.openLastReport");
+  const item = stub.statusBarItems[0];
+  view.apply({ kind: "server", phase: "restricted" });
+  assert.equal(item.visible, true);
+  assert.equal(item.command, "workbench.trust.manage");
+  view.apply({ kind: "server", phase: "starting" }); // trusted: the server starts
+  assert.equal(item.command, "onnxlens.openLastReport");
+  assert.equal(item.text, "$(sync~spin) ONNX: warming up");
+});
+
 test("a restarted server forgets what the old one said", () => {
   const before = run([...started, begins("spectral"), failed("spectral", 2)]);
   assert.equal(renderStatus(run(started, before)).text, "$(sync~spin) ONNX: warming up");

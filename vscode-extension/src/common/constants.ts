@@ -23,8 +23,24 @@ export const ServerCommands = {
   openReport: "onnxlens.openReport",
 } as const;
 
-/** The module the interpreter runs: `python -m onnxlens.server` speaks LSP on stdio. */
+/** The module the interpreter runs: `python -I -m onnxlens.server` speaks LSP on stdio. */
 export const SERVER_MODULE = "onnxlens.server";
+
+/**
+ * The interpreter runs the server, and the probe that checks it can, isolated (`-I`): neither
+ * the working directory (the workspace) nor PYTHONPATH nor the user site is on sys.path, so a
+ * workspace module named like a standard or installed one (`json.py`, `logging.py`) is never
+ * imported in place of it. onnxlens must be installed in the interpreter's environment (a
+ * venv, conda), not only with `pip install --user`. The export worker the server starts gets
+ * the environment as it is (PYTHONPATH included): the user's code needs it.
+ */
+export const ISOLATED = "-I";
+
+/** The interpreter's arguments for the server: isolated, unbuffered (`-I` ignores PYTHONUNBUFFERED). */
+export const SERVER_ARGS = [ISOLATED, "-u", "-m", SERVER_MODULE];
+
+/** VS Code's command that shows and changes the workspace's trust. */
+export const MANAGE_TRUST_COMMAND = "workbench.trust.manage";
 
 /** What the install action asks pip for. */
 export const PIP_PACKAGE = "onnxlens";

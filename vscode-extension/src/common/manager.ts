@@ -1,11 +1,12 @@
 /**
  * The server's lifecycle: find the config and the interpreter, check the interpreter, start the
- * client, restart it when the interpreter changes, stop it on deactivate. Restarts are
+ * client, restart it when the interpreter changes, stop it on deactivate. In an untrusted
+ * workspace (Restricted Mode) it starts nothing and the status bar says so. Restarts are
  * serialised: a second request waits for the first to finish.
  */
 import * as vscode from "vscode";
 import { ExecuteCommandRequest, LanguageClient, State } from "vscode-languageclient/node";
-import { ServerCommands } from "./constants";
+import { MANAGE_TRUST_COMMAND, ServerCommands } from "./constants";
 import { Logger } from "./logging";
 import { describeInterpreter, findInterpreter } from "./python";
 import { installIntoInterpreter } from "./install";
@@ -46,6 +47,15 @@ export class ServerManager implements vscode.Disposable {
   }
 
   async exportAll(): Promise<void> {
+    if (!vscode.workspace.isTrusted) {
+      const manage = "Manage Workspace Trust";
+      void vscode.window.showWarningMessage("ONNX Lens does not export in Restricted Mode: exporting runs the workspace's Python code. Trust the workspace to export.", manage).then((choice) => {
+        if (choice) {
+          void vscode.commands.executeCommand(MANAGE_TRUST_COMMAND);
+        }
+      });
+      return;
+    }
     if (!this.client || !this.running) {
       void vscode.window.showWarningMessage("The ONNX Lens server is not running.", "Show Output").then((choice) => {
         if (choice) {
@@ -101,6 +111,13 @@ export class ServerManager implements vscode.Disposable {
       }
       // The server offers export targets for the models it finds (and the code action on each).
       this.logger.info(`no onnxlens config in this workspace; ${torchFile.fsPath} imports torch: starting the server, which offers export targets`);
+    }
+    if (!vscode.workspace.isTrusted) {
+      // Exports import and run the workspace's code: nothing starts until the user trusts it
+      // (extension.ts restarts on onDidGrantWorkspaceTrust).
+      this.logger.info("the workspace is not trusted (Restricted Mode): not starting the server; trust the workspace to export its models");
+      this.status.apply({ kind: "server", phase: "restricted" });
+      return;
     }
     this.status.apply({ kind: "server", phase: "starting" });
     const folder = serverFolder(config);

@@ -3,11 +3,12 @@
  * package becomes a notification with a one-click fix instead of a server that dies at start.
  */
 import { execFile } from "node:child_process";
-import { PIP_PACKAGE, SERVER_MODULE } from "./constants";
+import { ISOLATED, PIP_PACKAGE, SERVER_MODULE } from "./constants";
 
 /**
  * Imports the server package (it never imports torch, so this is fast) and only looks for torch
- * with find_spec: importing torch takes seconds.
+ * with find_spec: importing torch takes seconds. Run isolated, as the server is: what it can
+ * import is what the server can, and nothing of the workspace runs.
  */
 export const PROBE_SCRIPT = `
 import importlib.util, json, sys
@@ -83,7 +84,7 @@ export function judgeProbe(command: string, probe: ProbeResult): ProbeVerdict {
 
 export function runProbe(command: string, cwd?: string, timeoutMs = 30_000): Promise<ProbeResult> {
   return new Promise((resolve) => {
-    execFile(command, ["-c", PROBE_SCRIPT], { cwd, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
+    execFile(command, [ISOLATED, "-c", PROBE_SCRIPT], { cwd, timeout: timeoutMs, windowsHide: true }, (error, stdout, stderr) => {
       if (error && !stdout) {
         const why = (error as NodeJS.ErrnoException).code === "ENOENT" ? "not found" : (stderr.trim() || error.message);
         resolve(parseProbeOutput("", why));

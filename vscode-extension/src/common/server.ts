@@ -1,5 +1,5 @@
 /**
- * Starting the onnxlens language server (`python -m onnxlens.server`, LSP on stdio) and the
+ * Starting the onnxlens language server (`python -I -m onnxlens.server`, LSP on stdio) and the
  * client options that connect it to the rest of the extension: settings, the export status
  * notifications (and the end of progress) for the status entry, and window/showDocument for
  * reports.
@@ -16,7 +16,7 @@ import {
   RevealOutputChannelOn,
   StaticFeature,
 } from "vscode-languageclient/node";
-import { CONFIG_SECTION, EXTENSION_NAME, SERVER_ID, SERVER_MODULE } from "./constants";
+import { CONFIG_SECTION, EXTENSION_NAME, SERVER_ARGS, SERVER_ID } from "./constants";
 import { Logger } from "./logging";
 import { ServerSettings } from "./settings";
 import { EXPORT_STATUS_CAPABILITY, EXPORT_STATUS_NOTIFICATION, exportStatusFromWire, StatusEvent } from "./status";
@@ -31,8 +31,9 @@ export const DOCUMENT_SELECTOR = [
 export function serverExecutable(python: string, cwd?: string): Executable {
   return {
     command: python,
-    args: ["-m", SERVER_MODULE],
-    // PYTHONUNBUFFERED: the server's stderr (tracebacks, warnings) reaches the output channel at once.
+    args: SERVER_ARGS,
+    // The worker processes the server starts inherit the environment (PYTHONUNBUFFERED: their
+    // stderr reaches the output channel at once).
     options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: "1" } },
   };
 }
@@ -112,7 +113,7 @@ export async function startServer(options: ServerStartOptions): Promise<Language
       hooks.onStatusEvent({ kind: "export", status });
     }
   });
-  logger.info(`starting server: ${options.python} -m ${SERVER_MODULE} (cwd ${options.cwd ?? "(none)"})`);
+  logger.info(`starting server: ${options.python} ${SERVER_ARGS.join(" ")} (cwd ${options.cwd ?? "(none)"})`);
   await client.start();
   logger.info(`server started (${client.initializeResult?.serverInfo?.name ?? "onnxlens"} ${client.initializeResult?.serverInfo?.version ?? ""})`.trimEnd());
   return client;

@@ -1,6 +1,6 @@
 /**
  * The status bar entry: warming up, exporting (target and stage), ok (time, node count) or
- * failed (problem count).
+ * failed (problem count); in an untrusted workspace, Restricted Mode (a click manages trust).
  *
  * The state is a pure function of events: the server's lifecycle (from the manager), the
  * server's `onnxlens/exportStatus` notifications (structured: one when an export begins, enters
@@ -10,6 +10,7 @@
  * copies the rendering onto a StatusBarItem.
  */
 import * as vscode from "vscode";
+import { MANAGE_TRUST_COMMAND } from "./constants";
 
 /** The notification's method; the extension asks for it with this experimental capability. */
 export const EXPORT_STATUS_NOTIFICATION = "onnxlens/exportStatus";
@@ -52,7 +53,8 @@ export function exportStatusFromWire(value: unknown): ExportStatus | undefined {
   };
 }
 
-export type ServerPhase = "idle" | "starting" | "running" | "stopped" | "not-ready";
+/** `restricted`: the workspace is not trusted (Restricted Mode), so nothing is started. */
+export type ServerPhase = "idle" | "restricted" | "starting" | "running" | "stopped" | "not-ready";
 
 export type TargetState =
   | { phase: "exporting"; stage?: string; previous?: TargetState } // previous: shown again if cancelled
@@ -140,7 +142,12 @@ export interface StatusRendering {
   tooltip: string;
   severity: "info" | "warning" | "error";
   busy: boolean;
+  command?: string; // what a click runs, when not the default (open the last report)
 }
+
+export const RESTRICTED_TOOLTIP =
+  "ONNX Lens: Restricted Mode\nExporting a model imports and runs the workspace's Python code, so ONNX Lens " +
+  "starts nothing in a workspace you have not trusted.\nClick to manage workspace trust; once trusted, it starts.";
 
 function describeTarget(name: string, target: TargetState): string {
   switch (target.phase) {
@@ -179,6 +186,9 @@ export function renderStatus(state: StatusState): StatusRendering {
   const lines = names.map((name) => describeTarget(name, state.targets[name]));
   const tooltip = ["ONNX Lens", ...lines, "", "Click to open the last export report."].join("\n");
 
+  if (state.server === "restricted") {
+    return { text: "$(workspace-untrusted) ONNX: Restricted Mode", tooltip: RESTRICTED_TOOLTIP, severity: "warning", busy: false, command: MANAGE_TRUST_COMMAND };
+  }
   if (state.server === "stopped" || state.server === "not-ready") {
     const text = state.server === "stopped" ? "ONNX Lens: stopped" : "ONNX Lens: not ready";
     return { text: `$(error) ${text}`, tooltip: state.serverDetail ? `${text}\n${state.serverDetail}` : text, severity: "error", busy: false };
@@ -208,7 +218,7 @@ export class StatusView implements vscode.Disposable {
   private state: StatusState = INITIAL_STATUS;
   private readonly item: vscode.StatusBarItem;
 
-  constructor(command: string) {
+  constructor(private readonly command: string) {
     this.item = vscode.window.createStatusBarItem("onnxlens.status", vscode.StatusBarAlignment.Left, 0);
     this.item.name = "ONNX Lens";
     this.item.command = command;
@@ -227,6 +237,7 @@ export class StatusView implements vscode.Disposable {
     const rendering = renderStatus(this.state);
     this.item.text = rendering.text;
     this.item.tooltip = rendering.tooltip;
+    this.item.command = rendering.command ?? this.command;
     this.item.backgroundColor =
       rendering.severity === "error" && (this.state.server === "stopped" || this.state.server === "not-ready")
         ? new vscode.ThemeColor("statusBarItem.errorBackground")

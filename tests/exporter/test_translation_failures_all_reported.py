@@ -1,0 +1,152 @@
+"""Every node whose translation fails is a finding on its own line, all at once; a value the
+model returns that ONNX cannot hold lands on the `return` that returned it (translate.py,
+outputs.py; docs/diagnostics.md "Where a failure outside the unsupported-op scan comes from").
+
+The stock translation stops at its first failing node. Cases:
+
+* shifts by an amount the input holds (`x << n` and `x >> n`, `n = int(s)`): torch's ONNX test
+  `test/onnx/test_pytorch_onnx_onnxruntime.py::TestONNXRuntime.test_bitshift` shifts by
+  literals, which translate; by a data-dependent amount, `aten.__lshift__.Scalar` and
+  `aten.__rshift__.Scalar` both fail in their translations (`int()` of a symbolic value, the
+  issue's `x << s` / `x >> s`). Before: one finding, the `<<` line.
+* segment-anything's `SamOnnxModel.select_masks` (segment_anything/utils/onnx.py, the line the
+  issue quotes): `iou_preds + (num_points - 2.5) * score_reweight` with the number of points
+  dynamic fails translating `aten.mul.Scalar` (`float()` of a symbolic value); next to an op
+  without any translation (`torch.special.zeta`), which the scan stage reports and after which
+  the translation never ran. Before: the zeta finding only.
+* torch's export tests `test/export/test_serialize.py::TestSerialize.test_serialize_constant_outputs`
+  (`return x + 1, None, 1024`) and `test/export/test_export.py::TestExport.test_no_tensor_computation`
+  (`return y`, an int input): the program's output node holds a constant, and the exporter
+  fails with `'int' object has no attribute 'name'`, naming the output node only. Before: at
+  the model's definition.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.exporter.engine_support import run_target, write
+from tests.support.workspace import line_of
+
+MODELS = '''
+import torch
+from torch.export import Dim
+
+
+class Shifts(torch.nn.Module):
+    def forward(self, x, s):
+        n = int(s)
+        left = x << n
+        right = x >> n
+        return left + right
+
+
+def shift_inputs():
+    return (torch.arange(8, dtype=torch.int64), torch.tensor(2, dtype=torch.int64))
+
+
+class SelectMasksAndZeta(torch.nn.Module):
+    def forward(self, iou_preds, point_coords):
+        num_points = point_coords.shape[1]
+        score_reweight = torch.tensor([[1000] + [0] * 3])
+        score = iou_preds + (num_points - 2.5) * score_reweight
+        return torch.argmax(score, dim=1), torch.special.zeta(iou_preds, 2.0)
+
+
+def mask_inputs():
+    return (torch.randn(1, 4), torch.randn(1, 3, 2))
+
+
+def points_dynamic():
+    return {"iou_preds": None, "point_coords": {1: Dim("points")}}
+
+
+class ConstantOutputs(torch.nn.Module):
+    def forward(self, x):
+        return x + 1, None, 1024
+
+
+def ones():
+    return (torch.ones(10),)
+
+
+class NoTensorComputation(torch.nn.Module):
+    def forward(self, x, y):
+        return y
+
+
+def list_and_int():
+    return ([torch.ones(1, 3)], 1)
+
+
+class Labelled(torch.nn.Module):
+    def forward(self, x):
+        return describe(x * 2)
+
+
+def describe(y):
+    return y, "doubled"
+'''
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    root = tmp_path_factory.mktemp("translation-failures")
+    write(root, "failing_translations.py", MODELS)
+    return root
+
+
+def run(workspace, model, inputs, **options):
+    return run_target(workspace, f"failing_translations.py:{model}", f"failing_translations.py:{inputs}", **options)
+
+
+def test_both_shifts_by_a_data_dependent_amount_are_reported_each_on_its_line(workspace):
+    result = run(workspace, "Shifts", "shift_inputs")
+    models = workspace / "failing_translations.py"
+    assert result.status == "failed"
+    assert [(f.code, f.location.line) for f in result.findings] == [
+        ("translation", line_of(models, "left = x << n")), ("translation", line_of(models, "right = x >> n"))]
+    assert "at node lshift (aten.__lshift__.Scalar)" in result.findings[0].message
+    assert "at node rshift (aten.__rshift__.Scalar)" in result.findings[1].message
+    # Each worded as the stock exporter words its failure for that node.
+    assert all("(ConversionError: Error when translating node %" in f.message for f in result.findings)
+    assert all(f.stage == "translate" for f in result.findings)
+
+
+def test_a_failing_translation_is_reported_with_the_ops_the_scan_found(workspace):
+    result = run(workspace, "SelectMasksAndZeta", "mask_inputs", dynamic_shapes="failing_translations.py:points_dynamic")
+    models = workspace / "failing_translations.py"
+    assert result.status == "failed"
+    found = {(f.code, f.location.line) for f in result.findings}
+    assert found == {("unsupported-op", line_of(models, "torch.special.zeta(iou_preds, 2.0)")),
+                     ("translation", line_of(models, "(num_points - 2.5) * score_reweight"))}
+    [translation] = [f for f in result.findings if f.code == "translation"]
+    assert "float() argument must be" in translation.message and "(aten.mul.Scalar)" in translation.message
+
+
+def test_a_constant_among_the_outputs_lands_on_the_return(workspace):
+    result = run(workspace, "ConstantOutputs", "ones")
+    models = workspace / "failing_translations.py"
+    [finding] = result.findings
+    assert (finding.code, finding.location.line) == ("translation", line_of(models, "return x + 1, None, 1024"))
+    assert "ConstantOutputs.forward returns 1024 (an int) as output 2" in finding.message
+    assert "'int' object has no attribute 'name'" in finding.message
+    assert "model's definition" not in finding.message
+
+
+def test_an_int_input_returned_lands_on_the_return(workspace):
+    result = run(workspace, "NoTensorComputation", "list_and_int")
+    models = workspace / "failing_translations.py"
+    [finding] = result.findings
+    assert (finding.code, finding.location.line) == ("translation", line_of(models, "        return y"))
+    assert "returns 1 (an int) as output 0" in finding.message
+
+
+def test_a_constant_made_by_a_helper_lands_on_the_helpers_return_with_forwards_related(workspace):
+    result = run(workspace, "Labelled", "ones")
+    models = workspace / "failing_translations.py"
+    [finding] = result.findings
+    assert finding.location.line == line_of(models, 'return y, "doubled"')
+    assert [(r.line, r.message) for r in finding.related] == [
+        (line_of(models, "return describe(x * 2)"), "Labelled.forward returns it here")]
+    assert "'doubled' (a str)" in finding.message and "torch.tensor" not in finding.message
