@@ -36,6 +36,7 @@ KINDS = {
     "mlp": '''class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        torch.manual_seed(W)
         self.net = nn.Sequential(nn.Linear(W, 2 * W), nn.ReLU(), nn.Linear(2 * W, W), nn.ReLU(), nn.Linear(W, 10))
 
     def forward(self, x):
@@ -49,6 +50,7 @@ def inputs():
     "conv": '''class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        torch.manual_seed(W)
         self.conv1 = nn.Conv2d(3, W // 4, 3, padding=1)
         self.conv2 = nn.Conv2d(W // 4, W // 4, 3, padding=1)
         self.head = nn.Linear(W // 4, 10)
@@ -66,6 +68,7 @@ def inputs():
     "attention": '''class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        torch.manual_seed(W)
         self.norm = nn.LayerNorm(W)
         self.attn = nn.MultiheadAttention(W, 4, batch_first=True)
         self.ff = nn.Sequential(nn.Linear(W, 2 * W), nn.GELU(), nn.Linear(2 * W, W))
@@ -83,6 +86,7 @@ def inputs():
     "cumsum": '''class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        torch.manual_seed(W)
         self.embed = nn.Linear(8, W)
         self.out = nn.Linear(W, 4)
 
@@ -98,6 +102,7 @@ def inputs():
     "residual": '''class Model(nn.Module):
     def __init__(self):
         super().__init__()
+        torch.manual_seed(W)
         self.blocks = nn.ModuleList(nn.Linear(W, W) for _ in range(3))
 
     def forward(self, x):

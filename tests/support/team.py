@@ -1,7 +1,8 @@
 """A team's workspace for the CI tests (regression gate, shards, SARIF, pre-commit): five small
 real models, written to disk, and the edits a pull request makes to them.
 
-State "main": every target exports except `known_bad`, which fails on `torch.special.zeta` (a
+Every model seeds its weights, so two exports of it write the same files. State "main": every
+target exports except `known_bad`, which fails on `torch.special.zeta` (a
 problem the baseline already has). The pull request (`open_pull_request`):
 * `grower` gets one more layer: a new line `h = torch.relu(self.extra(h))` (nodes and weights grow);
 * `opper` gets a new line `y = y.cumsum(dim=-1)` (an ONNX op its graph did not have);
@@ -27,6 +28,7 @@ from torch import nn
 class Grower(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        torch.manual_seed(0)  # the same weights in every export: results compare byte for byte
         self.fc1 = nn.Linear(16, 32)
         self.fc2 = nn.Linear(32, 8)
 
@@ -46,6 +48,7 @@ from torch import nn
 class Opper(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        torch.manual_seed(0)  # the same weights in every export: results compare byte for byte
         self.fc = nn.Linear(16, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -64,6 +67,7 @@ from torch import nn
 class Shaper(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        torch.manual_seed(0)  # the same weights in every export: results compare byte for byte
         self.fc = nn.Linear(16, 8)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -85,6 +89,7 @@ from torch import nn
 class Steady(nn.Module):
     def __init__(self) -> None:
         super().__init__()
+        torch.manual_seed(0)  # the same weights in every export: results compare byte for byte
         self.fc = nn.Linear(16, 4)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
