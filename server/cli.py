@@ -31,7 +31,7 @@ from onnxlens.exporter.versions import installed_versions, version_lines
 from onnxlens.server.config import Workspace, find_config, load_workspace
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line, to_json_data
 from onnxlens.server.gate import BaselineError, Thresholds, compare, load_baseline
-from onnxlens.server.shards import ShardError, parse_shard, shard_of
+from onnxlens.server.shards import Shard, ShardError, parse_shard, shard_of
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -161,22 +161,7 @@ def serve(args: argparse.Namespace | None = None) -> int:
 def check(args: argparse.Namespace) -> int:
     workspace = _load(Path(args.path))
     baseline = _baseline(args.baseline)
-    specs = _select(workspace, args.target)
-    if args.changed is not None:
-        from onnxlens.server.cache import ResultCache
-        from onnxlens.server.reach import reached
-
-        cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
-        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
-    shard = None
-    if args.shard:
-        try:
-            index, count = parse_shard(args.shard)
-        except ShardError as error:
-            raise UsageError(str(error)) from None
-        seconds = {t["name"]: float(t.get("seconds") or 0) for t in baseline["targets"]} if baseline else {}
-        shard = shard_of([spec.name for spec in specs], index, count, seconds)
-        specs = [spec for spec in specs if spec.name in shard.assigned]
+    specs, shard = _narrowed(args, workspace, baseline)
     if args.no_verify:
         specs = [dataclasses.replace(spec, verify=False) for spec in specs]
 
@@ -191,13 +176,7 @@ def check(args: argparse.Namespace) -> int:
     memory: dict[str, float] = {}
     internal_errors = 0
     if show_progress:
-        if shard is not None:
-            print(f"onnxlens: shard {shard.index}/{shard.count}: {len(shard.assigned)} of {len(shard.targets)} "
-                  f"targets (balanced by {'the baseline' + chr(39) + 's times' if shard.balanced_by == 'times' else 'count'})",
-                  file=sys.stderr, flush=True)
-        if args.changed is not None:
-            print(f"onnxlens: {len(specs)} target{'s' if len(specs) != 1 else ''} reached by the "
-                  f"{len(args.changed)} changed file{'s' if len(args.changed) != 1 else ''}", file=sys.stderr, flush=True)
+        _announce(shard, args.changed, len(specs))
     if specs:
         if show_progress:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
@@ -228,6 +207,38 @@ def check(args: argparse.Namespace) -> int:
     sys.stdout.flush()
 
     return EXIT_USAGE if internal_errors else status_of(data if data is not None else to_json_data(run))
+
+
+def _narrowed(args: argparse.Namespace, workspace: Workspace, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
+    """The targets this check exports: --target's, then those --changed files reach, then this
+    --shard's part of them (balanced by the baseline's times)."""
+    specs = _select(workspace, args.target)
+    if args.changed is not None:
+        from onnxlens.server.cache import ResultCache
+        from onnxlens.server.reach import reached
+
+        cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
+        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
+    if not args.shard:
+        return specs, None
+    try:
+        index, count = parse_shard(args.shard)
+    except ShardError as error:
+        raise UsageError(str(error)) from None
+    seconds = {t["name"]: float(t.get("seconds") or 0) for t in baseline["targets"]} if baseline else {}
+    shard = shard_of([spec.name for spec in specs], index, count, seconds)
+    return [spec for spec in specs if spec.name in shard.assigned], shard
+
+
+def _announce(shard: Shard | None, changed: list[str] | None, selected: int) -> None:
+    """What --shard and --changed left to export (text mode, stderr)."""
+    if shard is not None:
+        balance = "the baseline's times" if shard.balanced_by == "times" else "count"
+        print(f"onnxlens: shard {shard.index}/{shard.count}: {len(shard.assigned)} of {len(shard.targets)} "
+              f"targets (balanced by {balance})", file=sys.stderr, flush=True)
+    if changed is not None:
+        print(f"onnxlens: {selected} target{'s' if selected != 1 else ''} reached by the "
+              f"{len(changed)} changed file{'s' if len(changed) != 1 else ''}", file=sys.stderr, flush=True)
 
 
 def _baseline(path: Path | None) -> dict | None:
