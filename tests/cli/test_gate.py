@@ -192,3 +192,19 @@ def test_a_baseline_that_is_no_result_is_a_usage_error(tmp_path):
     assert "Traceback" not in process.stderr
     missing = onnxlens("check", root, "--baseline", root / "nowhere.json")
     assert missing.returncode == 2 and "no such file" in missing.stderr
+
+
+def test_a_grown_verification_error_is_a_regression(tmp_path):
+    """Outputs scaled by 10^4: onnxruntime still agrees within rtol, but its largest absolute
+    difference from torch grows far past ×10 and atol; no line computed a mismatch, so the
+    finding is at the model's definition."""
+    root = write_team(tmp_path, ("steady",))
+    assert onnxlens("check", root, "--save-baseline", root / "baseline.json").returncode == 0
+    model = root / "models" / "steady.py"
+    write(model, model.read_text().replace("return self.fc(x).softmax(dim=-1)", "return self.fc(x) * 10000.0"))
+    process = onnxlens("check", root, "--baseline", root / "baseline.json", "--format", "json")
+    data = json.loads(process.stdout)
+    (grown,) = [d for d in _diagnostics(data, "steady") if d["code"] == "verification-error"]
+    assert (grown["file"], grown["line"]) == ("models/steady.py", line_of(model, "class Steady("))
+    before, now = data["gate"]["measures"]["steady"]["max_abs_diff"]
+    assert now > 10 * before and now - before > 1e-5 and process.returncode == 1
