@@ -34,6 +34,7 @@ CODES: dict[str, str] = {
     "onnx-checker": "error",
     "mismatch": "warning",
     "baked-shape": "warning",
+    "verification": "warning",
     "weights-free": "info",
     "torch-version": "info",
     "timeout": "error",
@@ -187,6 +188,9 @@ class TargetSpec(Plain):
     dynamic_shapes: str | None = None
     custom_translations: str | None = None
     verify: bool = True
+    # Verification's tolerances (exporter/verify/tolerance.py; docs/configuration.md); None: by dtype.
+    rtol: float | None = None
+    atol: float | None = None
     timeout: float = 120.0
     opset: int | None = None
     input_names: list[str] | None = None
@@ -311,7 +315,8 @@ def _without_none(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class OutputComparison(Plain):
-    """One graph output compared elementwise (torch.isclose semantics)."""
+    """One graph output compared elementwise (exporter/verify/tolerance.py: torch.isclose's form
+    with a noise floor at the output's magnitude)."""
 
     name: str
     compared: bool
@@ -322,6 +327,11 @@ class OutputComparison(Plain):
     shape: list[int] = field(default_factory=list)
     note: str | None = None
     nan_mismatches: int | None = None
+    # The tolerance applied to this output: rtol, the absolute floor max(atol, noise), and the
+    # noise floor alone (its dtype's eps units at the output's largest |value|).
+    rtol: float | None = None
+    atol: float | None = None
+    noise: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _without_none(dataclasses.asdict(self))
@@ -346,8 +356,10 @@ class VerificationSummary(Plain):
     """onnxruntime against torch on the example inputs (`verification` in the JSON output)."""
 
     passed: bool = True
-    rtol: float = 1e-3
-    atol: float = 1e-5
+    # The target's `rtol`/`atol` settings; None: each output's dtype's default (the tolerance
+    # each output was compared with is in `outputs`).
+    rtol: float | None = None
+    atol: float | None = None
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
     compared: int = 0  # outputs compared
@@ -355,6 +367,9 @@ class VerificationSummary(Plain):
     seconds: float | None = None
     note: str | None = None
     error: str | None = None  # why verification did not (fully) run
+    # Which side could not run: "inputs" (they do not fit the model), "torch", "onnxruntime",
+    # "onnxlens" (a bug of ours); None when it ran.
+    error_source: str | None = None
     first_mismatch: FirstMismatch | None = None
     intermediates_compared: int | None = None
     localisation_seconds: float | None = None
@@ -367,6 +382,7 @@ class VerificationSummary(Plain):
 
     def to_dict(self) -> dict[str, Any]:
         data = _without_none(dataclasses.asdict(self))
+        data["rtol"], data["atol"] = self.rtol, self.atol  # always present: null is "by dtype"
         data["outputs"] = [output.to_dict() for output in self.outputs]
         if self.first_mismatch is not None:
             data["first_mismatch"] = self.first_mismatch.to_dict()

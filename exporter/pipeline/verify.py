@@ -27,12 +27,8 @@ def run(job: Job) -> None:
         return
     from onnxlens.exporter.verify import verify
 
-    try:
-        summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
-                                   workspace=job.workspace, fallback=job.fallback)
-    except Exception as error:  # noqa: BLE001 - verification trouble must not lose the export
-        job.log(f"verification failed to run: {type(error).__name__}: {error}")
-        return
+    summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
+                               tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback)
     job.result.verification = summary
     if summary.passed:
         findings = findings + _other_sizes(job, summary)
@@ -45,8 +41,16 @@ def run(job: Job) -> None:
             place = Place(related=finding.related)
             place.at_fallback(job.fallback)
             finding.location, finding.source_line = place.location, place.source_line
-            finding.message += "\n(no line of your code is on its call chain: shown at the model's definition)"
+            finding.message += ("\n(no line of your code is on its call chain: shown at the model's definition)"
+                                if finding.related else "\n(shown at the model's definition)")
     job.result.findings.extend(findings)
+
+
+def tolerance_of(spec: Any) -> Any:
+    """The target's tolerance (exporter/verify/tolerance.py): its `rtol`/`atol` settings."""
+    from onnxlens.exporter.verify.tolerance import Tolerance
+
+    return Tolerance(rtol=spec.rtol, atol=spec.atol)
 
 
 def _other_sizes(job: Job, summary: VerificationSummary) -> list[Finding]:
@@ -68,7 +72,7 @@ def _other_sizes(job: Job, summary: VerificationSummary) -> list[Finding]:
         return []
     # Against the captured program: the decomposed one may have fixed the sizes itself.
     again, findings = verify(job.program, job.onnx_program, other.args, other.kwargs, workspace=job.workspace,
-                             fallback=job.fallback, rtol=summary.rtol, atol=summary.atol, other_sizes=True)
+                             fallback=job.fallback, tolerance=tolerance_of(job.spec), other_sizes=True)
     summary.other_sizes = other.describe()
     summary.other_sizes_seconds = round(time.perf_counter() - started, 4)
     if again.error is not None and not findings:  # it could not run there: nothing to say about the graph

@@ -61,9 +61,10 @@ def candidates(program: Any, model: Any) -> list[Candidate]:
 
 
 def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list,
-                     *, rtol: float, atol: float, shapes_differ: bool = False) -> tuple[Divergence | None, int]:
+                     *, tolerance: Any, shapes_differ: bool = False) -> tuple[Divergence | None, int]:
     """The first FX value past tolerance (None: none before the outputs), and how many
-    intermediate values were compared.
+    intermediate values were compared. Each value is compared within `tolerance`
+    (tolerance.Tolerance: its own dtype's bounds, at its own scale).
 
     `shapes_differ`: the program is the captured one (before decomposition) and the inputs have
     other sizes than the example's (the second-shape check): a value of another shape counts as
@@ -99,7 +100,7 @@ def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, A
             candidate = by_node.get(node)
             if candidate is not None:
                 actual = onnx_values.pop(candidate.fetch_name, None)
-                comparison = compare(result, actual, rtol=rtol, atol=atol)
+                comparison = compare(result, actual, tolerance=tolerance)
                 if comparison.comparable or (shapes_differ and comparison.note.startswith("shape ")):
                     state["checked"] += 1
                     if not comparison.passed:

@@ -20,6 +20,45 @@ class RuntimeProblem(Exception):
     """A reason verification cannot run, phrased for the user."""
 
 
+class TorchFailed(Exception):
+    """torch raised while running the program: the error and the FX node it was running."""
+
+    def __init__(self, error: BaseException, node: Any) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.node = node  # torch.fx.Node, None when no node was running
+
+    @property
+    def text(self) -> str:
+        """`RuntimeError: DefaultCPUAllocator: can't allocate memory: ...` (its first line)."""
+        lines = [line.strip() for line in str(self.error).strip().splitlines() if line.strip()]
+        return f"{type(self.error).__name__}: {lines[0][:500] if lines else ''}".rstrip(": ")
+
+
+def run_torch(program: Any, graph_inputs: Sequence[Any]) -> tuple:
+    """The program's outputs on its graph inputs (internals.graph_module_inputs), run node by node
+    by a torch.fx.Interpreter, so that a failure names the node that raised (TorchFailed). Values
+    are freed after their last use, as the graph module's own code does."""
+
+    class _Run(torch.fx.Interpreter):
+        def run_node(self, n):
+            try:
+                return super().run_node(n)
+            except TorchFailed:
+                raise
+            except Exception as error:  # noqa: BLE001 - whatever the op raised
+                raise TorchFailed(error, n) from error
+
+    try:
+        with torch.no_grad():
+            outputs = _Run(program.graph_module).run(*graph_inputs)
+    except TorchFailed as failed:
+        raise TorchFailed(failed.error, failed.node) from failed.error  # without the interpreter's note
+    except Exception as error:  # noqa: BLE001 - outside any node (the inputs' placeholders)
+        raise TorchFailed(error, None) from error
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
 def user_inputs(exported_program: Any, args: tuple, kwargs: dict) -> list[Any]:
     """The flat user arguments that became ONNX graph inputs, in graph-input order."""
     try:
@@ -75,23 +114,42 @@ class Sessions:
         self.model = model
         self._proto = None
         self._weights: tuple[list[str], list[Any]] | None = None  # kept alive with the sessions
+        self._plain: Any = None  # the session without extra outputs, once made
 
-    def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
+    def session(self, extra_outputs: Sequence[Any] = (), *, only: bool = False) -> Any:
+        """A session with `extra_outputs` added to the model's; `only`: with those outputs alone
+        (onnxruntime then computes only what they need: the values before a node that fails)."""
         import onnx_ir as ir
 
         from onnxlens.exporter.pipeline.graph_only import graph_only_model
 
+        if not extra_outputs and not only and self._plain is not None:
+            return self._plain
         if self._proto is None:
             self._proto = graph_only_model(self.model, _WEIGHTS_IN_MEMORY)
             self._weights = _external_weights(self.model, self._proto)
         outputs = self._proto.graph.output
+        kept = [_copy(output) for output in outputs] if only else []
+        if only:
+            del outputs[:]
         count = len(outputs)
         outputs.extend(ir.serde.serialize_value(v) for v in extra_outputs)
         try:
             data = self._proto.SerializeToString()
         finally:
             del outputs[count:]
-        return _new_session(data, self._weights)
+            if only:
+                outputs.extend(kept)
+        session = _new_session(data, self._weights)
+        if not extra_outputs and not only:
+            self._plain = session  # the plain session serves every run of the model's own outputs
+        return session
+
+
+def _copy(message: Any) -> Any:
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
 
 
 # The location the session's proto gives its initializers: never a file, onnxruntime gets the
