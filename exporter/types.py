@@ -188,9 +188,11 @@ class TargetSpec(Plain):
     dynamic_shapes: str | None = None
     custom_translations: str | None = None
     verify: bool = True
-    # Verification's tolerances (exporter/verify/tolerance.py; docs/configuration.md); None: by dtype.
+    # Verification's tolerances (exporter/verify/tolerance.py; docs/configuration.md); None: by
+    # dtype. `second_shape`: the check with other sizes for the dynamic dimensions runs.
     rtol: float | None = None
     atol: float | None = None
+    second_shape: bool = True
     timeout: float = 120.0
     opset: int | None = None
     input_names: list[str] | None = None
@@ -378,6 +380,9 @@ class VerificationSummary(Plain):
     # onnxruntime and torch agreed there, and its time.
     other_sizes: str | None = None
     other_sizes_passed: bool | None = None
+    # Larger sizes torch itself refused (the model's code takes fewer sizes than its dynamic
+    # dimensions declare): the sizes and torch's error.
+    other_sizes_refused: str | None = None
     other_sizes_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:

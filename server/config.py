@@ -16,7 +16,7 @@ Keys (docs/configuration.md), global and per target where marked:
     memory-limit* (MB; an onnxlens extension), source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations, extra-decompositions;
-    verification, global and per target: rtol*, atol*;
+    verification, global and per target: rtol*, atol*, second-shape*;
     gate (the table [tool.onnxlens.gate], `onnxlens check --baseline`): node-count-percent,
             initializer-size-percent, verification-error-factor.
 """
@@ -238,6 +238,7 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "source-paths": _check_choice(*SOURCE_PATH_MODES),
     "rtol": _check_tolerance,
     "atol": _check_tolerance,
+    "second-shape": _check_bool,
 }
 GLOBAL_CHECKS = {"output-dir": _check_string, "allow-output-outside-workspace": _check_bool, **_SHARED_CHECKS}
 TARGET_CHECKS = {
@@ -532,6 +533,7 @@ class _Loader:
             verify=setting("verify", True),
             rtol=tolerance("rtol"),
             atol=tolerance("atol"),
+            second_shape=setting("second-shape", True),
             timeout=float(setting("timeout", DEFAULT_TIMEOUT)),
             opset=setting("opset", None),
             input_names=values.get("input-names"),

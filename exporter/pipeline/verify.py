@@ -25,13 +25,16 @@ def run(job: Job) -> None:
     if job.weights_free is not None:  # no weights to run: the weights-free note says it was skipped
         job.log(f"{job.spec.name}: verification skipped: the model's weights have no data")
         return
-    from onnxlens.exporter.verify import verify
+    from onnxlens.exporter.verify import runtime, verify
 
+    # One serialized graph and set of weights for every session of this job (the second shape's too).
+    sessions = runtime.Sessions(job.onnx_program.model)
     summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
-                               tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback)
+                               tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback,
+                               sessions=sessions)
     job.result.verification = summary
-    if summary.passed:
-        findings = findings + _other_sizes(job, summary)
+    if summary.passed and job.spec.second_shape:
+        findings = findings + _other_sizes(job, summary, sessions)
     custom = job.target.custom_translations
     findings = [_in_translation(f, summary, custom, job.workspace) if custom else f for f in findings]
     for finding in findings:
@@ -53,39 +56,80 @@ def tolerance_of(spec: Any) -> Any:
     return Tolerance(rtol=spec.rtol, atol=spec.atol)
 
 
-def _other_sizes(job: Job, summary: VerificationSummary) -> list[Finding]:
+def _other_sizes(job: Job, summary: VerificationSummary, sessions: Any) -> list[Finding]:
     """The second-shape check (exporter/verify/second_shape.py): verification again with other
-    sizes for the dynamic dimensions; what fails or differs there is a `baked-shape` warning on
-    the line verification puts it on."""
+    sizes for the dynamic dimensions, against the captured program (the decomposed one may have
+    fixed the sizes itself), the candidates in order until torch runs one. What fails or differs
+    there is a `baked-shape` warning on the line verification puts it on. When torch refuses
+    every larger candidate, the model has a size limit the ONNX model does not know of: a
+    `baked-shape` warning where torch failed, saying what onnxruntime does at those sizes."""
     import time
 
     from onnxlens.exporter.verify import verify
-    from onnxlens.exporter.verify.second_shape import other_sizes
+    from onnxlens.exporter.verify.second_shape import candidates
 
     started = time.perf_counter()
     try:
-        other = other_sizes(job.decomposed, job.target.args, job.target.kwargs)
+        tried = candidates(job.program, job.target.args, job.target.kwargs)
     except Exception as error:  # noqa: BLE001 - the check is extra: never a reason to lose the export
         job.log(f"{job.spec.name}: no second-shape check: {type(error).__name__}: {error}")
         return []
-    if other is None:
-        return []
-    # Against the captured program: the decomposed one may have fixed the sizes itself.
-    again, findings = verify(job.program, job.onnx_program, other.args, other.kwargs, workspace=job.workspace,
-                             fallback=job.fallback, tolerance=tolerance_of(job.spec), other_sizes=True)
-    summary.other_sizes = other.describe()
+    refused = None  # (sizes, torch's failure finding) of the first larger candidate torch refused
+    checked = None  # (sizes, summary, findings) of the candidate torch ran
+    for other in tried:
+        again, findings = verify(job.program, job.onnx_program, other.args, other.kwargs, workspace=job.workspace,
+                                 fallback=job.fallback, tolerance=tolerance_of(job.spec), other_sizes=True,
+                                 sessions=sessions, translated=job.decomposed)
+        if again.error_source == "torch":
+            if other.larger and refused is None:
+                refused = (other, again, findings)
+            continue
+        checked = (other, again, findings)
+        break
+    found: list[Finding] = []
+    if refused is not None and (checked is None or not checked[0].larger):
+        found.append(_size_limit(job, sessions, *refused))
+    if checked is not None:
+        other, again, findings = checked
+        if again.error is not None and not findings:  # it could not run there: nothing to say about the graph
+            job.log(f"{job.spec.name}: second-shape check not run: {again.error}")
+        else:
+            summary.other_sizes, summary.other_sizes_passed = other.describe(), again.passed
+            found.extend(_baked(f, f"the ONNX model does not follow its dynamic dimensions: with other sizes "
+                                   f"({other.describe()}), {f.message[0].lower()}{f.message[1:]}; a size of the "
+                                   "example inputs is fixed in the graph here") for f in findings)
     summary.other_sizes_seconds = round(time.perf_counter() - started, 4)
-    if again.error is not None and not findings:  # it could not run there: nothing to say about the graph
-        job.log(f"{job.spec.name}: second-shape check not run: {again.error}")
-        summary.other_sizes = None
-        return []
-    summary.other_sizes_passed = again.passed
-    return [Finding(code="baked-shape", stage="verify", location=f.location, related=f.related,
-                    source_line=f.source_line,
-                    message=(f"the ONNX model does not follow its dynamic dimensions: with other sizes "
-                             f"({other.describe()}), {f.message[0].lower()}{f.message[1:]}; "
-                             "a size of the example inputs is fixed in the graph here"))
-            for f in findings]
+    return found
+
+
+def _size_limit(job: Job, sessions: Any, other: Any, again: VerificationSummary, findings: list[Finding]) -> Finding:
+    """torch refused every larger size for the dynamic dimensions: the model takes only some of
+    the sizes the ONNX model's axes declare. On torch's failing line (its finding's place), with
+    what onnxruntime does at those sizes (it has no such check)."""
+    from onnxlens.exporter.verify import runtime
+
+    job.result.verification.other_sizes_refused = f"{other.describe()}: {again.error.removeprefix('torch could not run the model: ')}"
+    try:
+        feeds = runtime.ort_feeds(job.onnx_program.model, runtime.user_inputs(job.program, other.args, other.kwargs))
+        runtime.run(sessions.session(), feeds)
+        onnx = "onnxruntime runs the exported model at these sizes without an error: its outputs are not the model's"
+    except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
+        from onnxlens.exporter.verify.divergence import first_line
+
+        onnx = f"onnxruntime fails too ({first_line(error)})"
+    (torch_failure,) = findings
+    error = again.error.removeprefix("torch could not run the model: ")
+    return _baked(torch_failure, (
+        f"the ONNX model's dynamic dimensions take sizes the model does not: with larger sizes "
+        f"({other.describe()}) torch raises here ({error}); {onnx}. A size of the example inputs is fixed "
+        "in the model: give the dimensions the sizes they take (a `max` in the dynamic shapes) or make "
+        "this code follow the size"))
+
+
+def _baked(finding: Finding, message: str) -> Finding:
+    """A `baked-shape` warning where `finding` is, saying `message`."""
+    return Finding(code="baked-shape", stage="verify", location=finding.location, related=finding.related,
+                   source_line=finding.source_line, message=message)
 
 
 def _in_translation(finding: Finding, summary: VerificationSummary, custom: dict, workspace: Workspace) -> Finding:

@@ -254,6 +254,9 @@ def _verification(summary: VerificationSummary | None) -> str | None:
         outcome = "passed" if summary.other_sizes_passed else "FAILED (a size of the example is fixed in the graph)"
         seconds = f", {summary.other_sizes_seconds:.3f} s" if summary.other_sizes_seconds is not None else ""
         lines.append(f"- Other sizes for the dynamic dimensions ({summary.other_sizes}): **{outcome}**{seconds}")
+    if summary.other_sizes_refused is not None:
+        lines.append(f"- Larger sizes torch itself refuses (the model takes fewer sizes than its dynamic "
+                     f"dimensions declare): {summary.other_sizes_refused}")
     if summary.seconds is not None:
         localisation = summary.localisation_seconds
         lines.append(f"- Time: {summary.seconds:.3f} s" + (

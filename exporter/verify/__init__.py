@@ -36,7 +36,8 @@ from onnxlens.exporter.verify.tolerance import Tolerance
 def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, *,
            tolerance: Tolerance = Tolerance(), root: str | None = None,
            workspace: Workspace | None = None, fallback: Location | None = None,
-           other_sizes: bool = False, sessions: Any = None) -> tuple[VerificationSummary, list[Finding]]:
+           other_sizes: bool = False, sessions: Any = None,
+           translated: Any = None) -> tuple[VerificationSummary, list[Finding]]:
     """Compare onnxruntime with torch on (args, kwargs).
 
     Returns the summary and, on a mismatch, one `mismatch` Finding on the source line of the
@@ -52,6 +53,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     program (a decomposition may have read the example's sizes), the inputs have other sizes,
     and a value of another shape than torch's is a difference (divergence.py).
     `sessions`: a runtime.Sessions of the same model to reuse (its serialized graph and weights).
+    `translated`: the program the ONNX model was translated from, when `exported_program` is
+    another one (the captured program of the second shape): the ONNX nodes name its nodes.
     """
     start = time.perf_counter()
     summary = VerificationSummary(rtol=tolerance.rtol, atol=tolerance.atol)
@@ -61,7 +64,7 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     try:
         findings = _Verification(exported_program, onnx_program, args, kwargs or {}, summary=summary,
                                  tolerance=tolerance, workspace=workspace, fallback=fallback,
-                                 other_sizes=other_sizes, sessions=sessions).run()
+                                 other_sizes=other_sizes, sessions=sessions, translated=translated).run()
     except Exception as error:  # noqa: BLE001 - a verification bug must not fail the export
         from onnxlens.exporter.verify import findings as found
 
@@ -75,7 +78,7 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
 class _Verification:
     def __init__(self, exported_program, onnx_program, args, kwargs, *, summary: VerificationSummary,
                  tolerance: Tolerance, workspace: Workspace | None, fallback: Location | None,
-                 other_sizes: bool = False, sessions: Any = None):
+                 other_sizes: bool = False, sessions: Any = None, translated: Any = None):
         self.program = exported_program if exported_program is not None else getattr(
             onnx_program, "exported_program", None)
         self.onnx_program = onnx_program
@@ -86,6 +89,7 @@ class _Verification:
         self.fallback = fallback
         self.other_sizes = other_sizes
         self.sessions = sessions
+        self.translated = translated
 
     def run(self) -> list[Finding]:
         from onnxlens.exporter.torch_internals.active import internals
@@ -107,7 +111,7 @@ class _Verification:
             torch_outputs = runtime.run_torch(self.program, graph_inputs)
         except runtime.TorchFailed as failed:
             summary.passed, summary.error_source = False, "torch"
-            summary.error = f"torch could not run the model on the example inputs: {failed.text}"
+            summary.error = f"torch could not run the model: {failed.text}"
             return [findings.torch_failure_finding(failed, self.workspace)]
         sessions = self.sessions if self.sessions is not None else runtime.Sessions(model)
         try:
@@ -116,7 +120,10 @@ class _Verification:
             message = first_line(error)
             summary.passed, summary.error_source = False, "onnxruntime"
             summary.error = f"onnxruntime could not run the model: {message}"
-            return [findings.runtime_failure_finding(message, self.program, model, self.workspace)]
+            failure = findings.runtime_failure_finding(message, self.program, model, self.workspace)
+            if self.other_sizes:
+                return [self._arriving(failure, message, model, sessions, feeds, graph_inputs)]
+            return [failure]
 
         pairs = self._user_output_pairs(torch_outputs)
         onnx_names = [v.name for v in model.graph.outputs]
@@ -166,6 +173,43 @@ class _Verification:
                     found = Divergence(blamed, None, found.comparison, False, found.output_name)
         summary.first_mismatch = findings.describe(found)
         return [findings.mismatch_finding(found, summary, self.workspace, self.fallback)]
+
+    def _arriving(self, failure: Finding, message: str, model: Any, sessions: Any, feeds: dict,
+                  graph_inputs: list) -> Finding:
+        """onnxruntime failed at other sizes, torch did not: the first value before the failing
+        node that differs from torch's (a shape the graph fixed, arriving there) is where the
+        finding goes; the failing node as it was when none differs."""
+        from onnxlens.exporter.pipeline import onnx_nodes
+        from onnxlens.exporter.verify import divergence, findings
+
+        onnx_node = onnx_nodes.named_node(message, model)
+        if onnx_node is None:
+            return failure
+        try:
+            found, _ = divergence.first_divergence(self.program, model, sessions, feeds, graph_inputs,
+                                                   tolerance=self.tolerance, shapes_differ=True, before=onnx_node)
+        except Exception as error:  # noqa: BLE001 - the failing node's own place stays
+            self.summary.localisation_error = f"{type(error).__name__}: {first_line(error)}"
+            return failure
+        if found is None:
+            # Every value before it that both have agrees: the nearest op before the failing
+            # node the ONNX model has no value of (a decomposition that read the example's sizes).
+            from onnxlens.exporter.verify.compare import Comparison
+
+            node = onnx_nodes.fx_node(onnx_node, self.program) or onnx_nodes.origin(
+                onnx_nodes.fx_node(onnx_node, self.translated), self.program)
+            compared = {c.node for c in divergence.candidates(self.program, model)}
+            blamed = divergence.nearest_uncompared(node, compared) if node is not None else None
+            if blamed is None:
+                return failure
+            found = Divergence(blamed, None, Comparison(False, passed=False, note=(
+                "it has no value of its own in the ONNX model, and every value before the failing node agrees")))
+        self.summary.first_mismatch = findings.describe(found)
+        arriving = findings.mismatch_finding(found, self.summary, self.workspace, self.fallback)
+        arriving.message = (f"onnxruntime could not run the model at {onnx_nodes.describe(onnx_node)} ({message}); "
+                            f"before it, {arriving.message[0].lower()}{arriving.message[1:]}")
+        arriving.code = "verification"
+        return arriving
 
     def _user_output_pairs(self, torch_outputs) -> list[tuple[Any, Any]]:
         """(producing FX node, torch value) for each ONNX graph output, in order.

@@ -47,17 +47,16 @@ def mismatch_finding(divergence: Divergence, summary: VerificationSummary, works
             diff += f", {comparison.excess:.3g}x the tolerance"
         if comparison.nan_mismatches:
             diff += f", {comparison.nan_mismatches} NaN/inf on one side only"
+        diff += f" ({describe_tolerance(comparison)})"
     else:
         diff = comparison.note
-    tolerance = describe_tolerance(comparison)
     if divergence.is_output:
         message = (f"onnxruntime and torch differ at output `{divergence.output_name}` of "
-                   f"{where}, {what}: {diff} ({tolerance}); no intermediate value was past "
-                   f"tolerance before it")
+                   f"{where}, {what}: {diff}; no intermediate value was past tolerance before it")
     else:
-        message = (f"onnxruntime and torch differ first in {where}, {what}: {diff} "
-                   f"({tolerance}); the outputs differ by up to "
-                   f"{summary.max_abs_diff:.3g}")
+        message = f"onnxruntime and torch differ first in {where}, {what}: {diff}"
+        if summary.compared:
+            message += f"; the outputs differ by up to {summary.max_abs_diff:.3g}"
     if place.at_fallback(fallback):
         message += "\n(no line of your code computed this value: shown at the model's definition)"
     return Finding(code="mismatch", severity="warning", stage="verify", message=message,
@@ -88,15 +87,16 @@ def torch_failure_finding(failed: Any, workspace: Workspace | None) -> Finding:
     """torch raised running the exported program on the example inputs (out of memory, say): on
     the line of the FX node it was running."""
     node = failed.node
-    text = f"verification could not run: torch raised running the model on the example inputs"
+    text = "verification could not run: torch raised running the model on the example inputs"
+    cause = failed.text + (f" (after torch.export's runtime assertion: {failed.assertion})" if failed.assertion else "")
     hint = ""
     if OUT_OF_MEMORY.search(failed.text):
         hint = ("\n(smaller example inputs, `verify-inputs = \"small\"` for a model with dynamic "
                 "dimensions, or `verify = false` avoid it)")
     if node is None or node.op not in ("call_function", "call_method", "call_module"):
-        return Finding(code="verification", stage="verify", message=f"{text}: {failed.text}; {_NOT_VERIFIED}{hint}")
+        return Finding(code="verification", stage="verify", message=f"{text}: {cause}; {_NOT_VERIFIED}{hint}")
     place = locate_node(_traced_meta(node), workspace)
-    text += f" at {onnx_nodes.describe_fx(node)}: {failed.text}; {_NOT_VERIFIED}{hint}"
+    text += f" at {onnx_nodes.describe_fx(node)}: {cause}; {_NOT_VERIFIED}{hint}"
     return Finding(code="verification", stage="verify", message=text,
                    location=place.location, related=place.related, source_line=place.source_line)
 

@@ -200,6 +200,7 @@ def test_unknown_key_in_a_target_excludes_only_that_target(tmp_path):
     ("rtol = nan", "nan", "`rtol` must be a finite number >= 0, not nan"),
     ("atol = inf", "inf", "`atol` must be a finite number >= 0, not inf"),
     ("rtol = true", "true", "`rtol` must be a number (a tolerance, e.g. 1e-4), not a boolean"),
+    ("second-shape = 0", "0", "`second-shape` must be true or false, not an integer"),
     ('name = "a b"', '"a b"', "`name` may contain only letters"),
 ])
 def test_wrong_type_is_reported_on_the_value(tmp_path, line_text, value, expected):
@@ -233,18 +234,19 @@ def test_verification_settings_are_global_defaults_and_target_settings(tmp_path)
     model = "models/net.py:build"
     inputs = "models/net.py:inputs"
     rtol = 1e-5
+    second-shape = false
     ''')
     workspace = load_workspace(path)
     assert workspace.findings == []
-    settings = {t.name: (t.rtol, t.atol) for t in workspace.targets}
-    assert settings == {"net": (1e-2, 0.0), "strict": (1e-5, 0.0)}
+    settings = {t.name: (t.rtol, t.atol, t.second_shape) for t in workspace.targets}
+    assert settings == {"net": (1e-2, 0.0, True), "strict": (1e-5, 0.0, False)}
     assert isinstance(workspace.targets[0].atol, float)  # an integer in TOML is a tolerance too
 
 
 def test_without_tolerance_settings_each_dtype_has_its_default(tmp_path):
     workspace = load_workspace(write_workspace(tmp_path, VALID_TARGET))
     (target,) = workspace.targets
-    assert (target.rtol, target.atol) == (None, None)
+    assert (target.rtol, target.atol, target.second_shape) == (None, None, True)
 
 
 def test_a_bad_global_tolerance_is_reported_and_the_targets_keep_the_defaults(tmp_path):
