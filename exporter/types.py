@@ -13,12 +13,15 @@ Conventions (the contracts in docs/: diagnostics.md, cli.md):
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
+# TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
+VERIFY_INPUTS = ("example", "small")
 
 STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "verify", "save")
 
@@ -189,9 +192,11 @@ class TargetSpec(Plain):
     custom_translations: str | None = None
     verify: bool = True
     # Verification's tolerances (exporter/verify/tolerance.py; docs/configuration.md); None: by
-    # dtype. `second_shape`: the check with other sizes for the dynamic dimensions runs.
+    # dtype. `verify_inputs`: what it runs on ("example", or "small": the example cut along its
+    # dynamic dimensions, small_inputs.py). `second_shape`: the check with other sizes runs.
     rtol: float | None = None
     atol: float | None = None
+    verify_inputs: str = "example"
     second_shape: bool = True
     timeout: float = 120.0
     opset: int | None = None
@@ -207,6 +212,24 @@ class TargetSpec(Plain):
         `<name>.graph.onnx` next to `output`, which a file without weights must never replace."""
         stem = self.output[:-len(".onnx")] if self.output.endswith(".onnx") else self.output
         return f"{stem}.graph.onnx"
+
+    @property
+    def cache_dir(self) -> str:
+        """`<output-dir>/cache`: the output dir is where the config loader puts the reports
+        directory (`<output-dir>/reports/<target>.md`)."""
+        report_dir = os.path.dirname(os.path.abspath(self.report))
+        output_dir = os.path.dirname(report_dir) if os.path.basename(report_dir) == "reports" else report_dir
+        return os.path.join(output_dir, "cache")
+
+    @property
+    def safe_name(self) -> str:
+        """The target's name as a file name."""
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+
+    @property
+    def verification_record(self) -> str:
+        """Where the last passing verification is kept (exporter/verify/reuse.py)."""
+        return os.path.join(self.cache_dir, f"{self.safe_name}.verified.json")
 
 
 
@@ -367,6 +390,13 @@ class VerificationSummary(Plain):
     compared: int = 0  # outputs compared
     outputs: list[OutputComparison] = field(default_factory=list)
     seconds: float | None = None
+    # What it ran on, when not the example inputs themselves (`verify-inputs = "small"`:
+    # `x: [1, 4, 256] instead of [4, 16, 256]`).
+    inputs: str | None = None
+    # True: not run again; the summary of an earlier export whose verification depended on the
+    # same things (exporter/verify/reuse.py: the ONNX graph and its weights, the torch program,
+    # the inputs, the settings, the versions).
+    reused: bool | None = None
     note: str | None = None
     error: str | None = None  # why verification did not (fully) run
     # Which side could not run: "inputs" (they do not fit the model), "torch", "onnxruntime",

@@ -57,12 +57,18 @@ MTIME_SLACK_NS = 20_000_000
 
 
 def cache_file(spec: TargetSpec) -> Path:
-    """<output-dir>/cache/<target>.msgpack. The output dir is where the config loader puts the
-    reports directory (`<output-dir>/reports/<target>.md`)."""
-    report_dir = Path(spec.report).parent
-    output_dir = report_dir.parent if report_dir.name == "reports" else report_dir
-    safe_name = "".join(c if c.isalnum() or c in "-_." else "_" for c in spec.name)
-    return output_dir / "cache" / f"{safe_name}.msgpack"
+    """<output-dir>/cache/<target>.msgpack (TargetSpec.cache_dir)."""
+    return Path(spec.cache_dir) / f"{spec.safe_name}.msgpack"
+
+
+def forget_verification(spec: TargetSpec) -> None:
+    """Remove the target's kept verification (exporter/verify/reuse.py): the next export runs it."""
+    try:
+        os.unlink(spec.verification_record)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        log.warning("could not remove %s: %s", spec.verification_record, error)
 
 
 def referenced_files(spec: TargetSpec) -> set[str]:

@@ -16,7 +16,7 @@ Keys (docs/configuration.md), global and per target where marked:
     memory-limit* (MB; an onnxlens extension), source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations, extra-decompositions;
-    verification, global and per target: rtol*, atol*, second-shape*;
+    verification, global and per target: rtol*, atol*, verify-inputs*, second-shape*;
     gate (the table [tool.onnxlens.gate], `onnxlens check --baseline`): node-count-percent,
             initializer-size-percent, verification-error-factor.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import SOURCE_PATH_MODES, Finding, Location, Related, TargetSpec
+from onnxlens.exporter.types import SOURCE_PATH_MODES, VERIFY_INPUTS, Finding, Location, Related, TargetSpec
 from onnxlens.server.toml_locations import Span, TableSite, scan_tables
 
 CONFIG_NAMES = ("onnxlens.toml", "pyproject.toml")
@@ -238,6 +238,7 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "source-paths": _check_choice(*SOURCE_PATH_MODES),
     "rtol": _check_tolerance,
     "atol": _check_tolerance,
+    "verify-inputs": _check_choice(*VERIFY_INPUTS),
     "second-shape": _check_bool,
 }
 GLOBAL_CHECKS = {"output-dir": _check_string, "allow-output-outside-workspace": _check_bool, **_SHARED_CHECKS}
@@ -533,6 +534,7 @@ class _Loader:
             verify=setting("verify", True),
             rtol=tolerance("rtol"),
             atol=tolerance("atol"),
+            verify_inputs=setting("verify-inputs", "example"),
             second_shape=setting("second-shape", True),
             timeout=float(setting("timeout", DEFAULT_TIMEOUT)),
             opset=setting("opset", None),

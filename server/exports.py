@@ -21,7 +21,7 @@ from onnxlens.exporter import references
 from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
-from onnxlens.server.cache import ResultCache
+from onnxlens.server.cache import ResultCache, forget_verification
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
@@ -92,6 +92,8 @@ class ExportService:
             if hit is not None:
                 sink(CachedEvent(target=spec.name))
                 return hit
+        else:
+            forget_verification(spec)  # a forced export verifies again (exporter/verify/reuse.py)
         ticket = await self.admission.admit(self.memory_estimate(spec))
         exited: asyncio.Future | None = None
         try:

@@ -11,6 +11,7 @@ as errors do.
 from __future__ import annotations
 
 import inspect
+import time
 from typing import Any
 
 from onnxlens.exporter.locations import Place, Workspace, is_user_code, source_line
@@ -25,28 +26,113 @@ def run(job: Job) -> None:
     if job.weights_free is not None:  # no weights to run: the weights-free note says it was skipped
         job.log(f"{job.spec.name}: verification skipped: the model's weights have no data")
         return
-    from onnxlens.exporter.verify import runtime, verify
+    try:
+        _run(job)
+    except Exception as error:  # noqa: BLE001 - a bug of ours in verification must not fail the export
+        from onnxlens.exporter.verify import findings
 
+        message = f"onnxlens failed while verifying (please report this): {type(error).__name__}: {error}"
+        job.log(f"{job.spec.name}: {message}")
+        finding = findings.not_run_finding(message)
+        _at_fallback(job, finding)
+        job.result.findings.append(finding)
+
+
+def _run(job: Job) -> None:
+    from onnxlens.exporter.verify import reuse, runtime
+
+    started = time.perf_counter()
+    key = _digest(job)
+    kept = reuse.reused(job.spec, key)
+    if kept is not None:
+        kept.seconds = round(time.perf_counter() - started, 4)
+        job.result.verification = kept
+        job.log(f"{job.spec.name}: verification not run again: the ONNX model, its weights, the torch program "
+                "and the inputs are those of an earlier passing one")
+        return
     # One serialized graph and set of weights for every session of this job (the second shape's too).
     sessions = runtime.Sessions(job.onnx_program.model)
-    summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
-                               tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback,
-                               sessions=sessions)
+    small = _on_smaller_inputs(job, sessions) if job.spec.verify_inputs == "small" else None
+    if small is not None and small[1].passed and not small[2]:
+        cut, summary, findings = small  # sizes other than the example's: the second shape too
+    else:
+        summary, findings = _on(job, sessions, job.target.args, job.target.kwargs)
+        if small is not None and summary.passed:
+            # Right at the example's sizes, not at the cut ones: a size of the example is fixed.
+            cut, _, cut_findings = small
+            summary.other_sizes, summary.other_sizes_passed = cut.describe(), False
+            findings = [_baked(f, f"the ONNX model does not follow its dynamic dimensions: with the smaller "
+                                  f"inputs ({cut.describe()}), {f.message[0].lower()}{f.message[1:]}; a size "
+                                  "of the example inputs is fixed in the graph here") for f in cut_findings]
+        elif summary.passed and job.spec.second_shape:
+            findings = findings + _other_sizes(job, summary, sessions)
     job.result.verification = summary
-    if summary.passed and job.spec.second_shape:
-        findings = findings + _other_sizes(job, summary, sessions)
     custom = job.target.custom_translations
     findings = [_in_translation(f, summary, custom, job.workspace) if custom else f for f in findings]
     for finding in findings:
-        if finding.location is None and job.fallback is not None:
-            # No line of the user's code produced the value (or the node onnxruntime refused):
-            # the model's definition, as for errors; the library frames stay related.
-            place = Place(related=finding.related)
-            place.at_fallback(job.fallback)
-            finding.location, finding.source_line = place.location, place.source_line
-            finding.message += ("\n(no line of your code is on its call chain: shown at the model's definition)"
-                                if finding.related else "\n(shown at the model's definition)")
+        _at_fallback(job, finding)
     job.result.findings.extend(findings)
+    if summary.passed and not findings:
+        try:
+            reuse.keep(job.spec, key, summary)
+        except OSError as error:
+            job.log(f"{job.spec.name}: could not keep the verification: {error}")
+
+
+def _at_fallback(job: Job, finding: Finding) -> None:
+    """A finding no line of the user's code produced (a value, or the node onnxruntime refused):
+    at the model's definition, as for errors; the library frames stay related."""
+    if finding.location is not None or job.fallback is None:
+        return
+    place = Place(related=finding.related)
+    place.at_fallback(job.fallback)
+    finding.location, finding.source_line = place.location, place.source_line
+    finding.message += ("\n(no line of your code is on its call chain: shown at the model's definition)"
+                        if finding.related else "\n(shown at the model's definition)")
+
+
+def _digest(job: Job) -> str | None:
+    """What this verification depends on (exporter/verify/reuse.py); None when unknown."""
+    from onnxlens.exporter.verify import reuse
+
+    try:
+        return reuse.digest(job.decomposed, job.onnx_program.model, job.target.args, job.target.kwargs, job.spec)
+    except Exception as error:  # noqa: BLE001 - without a digest it simply runs
+        job.log(f"{job.spec.name}: no digest of the verification: {type(error).__name__}: {error}")
+        return None
+
+
+def _on(job: Job, sessions: Any, args: tuple, kwargs: dict, *,
+        other_sizes: bool = False) -> tuple[VerificationSummary, list[Finding]]:
+    """verify() on (args, kwargs); `other_sizes`: sizes other than the example's, against the
+    captured program (the decomposed one may have fixed the example's sizes itself)."""
+    from onnxlens.exporter.verify import verify
+
+    return verify(job.program if other_sizes else job.decomposed, job.onnx_program, args, kwargs,
+                  tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback,
+                  other_sizes=other_sizes, sessions=sessions, translated=job.decomposed if other_sizes else None)
+
+
+def _on_smaller_inputs(job: Job, sessions: Any) -> tuple[Any, VerificationSummary, list[Finding]] | None:
+    """`verify-inputs = "small"`: verification on the first cut of the example torch runs
+    (exporter/verify/small_inputs.py), with the cut; None when there is none. Its sizes are not
+    the example's, so it is the second shape as well: where it fails, verification on the example
+    tells a size fixed in the graph from a model that is wrong at every size."""
+    from onnxlens.exporter.verify import small_inputs
+
+    try:
+        cuts = small_inputs.candidates(job.decomposed, job.target.args, job.target.kwargs)
+    except Exception as error:  # noqa: BLE001 - the example inputs still serve
+        job.log(f"{job.spec.name}: no smaller inputs: {type(error).__name__}: {error}")
+        cuts = []
+    for cut in cuts:
+        summary, findings = _on(job, sessions, cut.args, cut.kwargs, other_sizes=True)
+        if summary.error_source != "torch":
+            summary.inputs = f"{cut.describe()} (verify-inputs = \"small\")"
+            return cut, summary, findings
+    job.log(f"{job.spec.name}: verify-inputs = \"small\": no dynamic dimension of the example could be cut; "
+            "verified on the example inputs")
+    return None
 
 
 def tolerance_of(spec: Any) -> Any:
@@ -63,9 +149,6 @@ def _other_sizes(job: Job, summary: VerificationSummary, sessions: Any) -> list[
     there is a `baked-shape` warning on the line verification puts it on. When torch refuses
     every larger candidate, the model has a size limit the ONNX model does not know of: a
     `baked-shape` warning where torch failed, saying what onnxruntime does at those sizes."""
-    import time
-
-    from onnxlens.exporter.verify import verify
     from onnxlens.exporter.verify.second_shape import candidates
 
     started = time.perf_counter()
@@ -77,9 +160,7 @@ def _other_sizes(job: Job, summary: VerificationSummary, sessions: Any) -> list[
     refused = None  # (sizes, torch's failure finding) of the first larger candidate torch refused
     checked = None  # (sizes, summary, findings) of the candidate torch ran
     for other in tried:
-        again, findings = verify(job.program, job.onnx_program, other.args, other.kwargs, workspace=job.workspace,
-                                 fallback=job.fallback, tolerance=tolerance_of(job.spec), other_sizes=True,
-                                 sessions=sessions, translated=job.decomposed)
+        again, findings = _on(job, sessions, other.args, other.kwargs, other_sizes=True)
         if again.error_source == "torch":
             if other.larger and refused is None:
                 refused = (other, again, findings)
@@ -88,7 +169,7 @@ def _other_sizes(job: Job, summary: VerificationSummary, sessions: Any) -> list[
         break
     found: list[Finding] = []
     if refused is not None and (checked is None or not checked[0].larger):
-        found.append(_size_limit(job, sessions, *refused))
+        found.append(_size_limit(job, summary, sessions, *refused))
     if checked is not None:
         other, again, findings = checked
         if again.error is not None and not findings:  # it could not run there: nothing to say about the graph
@@ -102,13 +183,14 @@ def _other_sizes(job: Job, summary: VerificationSummary, sessions: Any) -> list[
     return found
 
 
-def _size_limit(job: Job, sessions: Any, other: Any, again: VerificationSummary, findings: list[Finding]) -> Finding:
+def _size_limit(job: Job, summary: VerificationSummary, sessions: Any, other: Any, again: VerificationSummary,
+                findings: list[Finding]) -> Finding:
     """torch refused every larger size for the dynamic dimensions: the model takes only some of
     the sizes the ONNX model's axes declare. On torch's failing line (its finding's place), with
     what onnxruntime does at those sizes (it has no such check)."""
     from onnxlens.exporter.verify import runtime
 
-    job.result.verification.other_sizes_refused = f"{other.describe()}: {again.error.removeprefix('torch could not run the model: ')}"
+    summary.other_sizes_refused = f"{other.describe()}: {again.error.removeprefix('torch could not run the model: ')}"
     try:
         feeds = runtime.ort_feeds(job.onnx_program.model, runtime.user_inputs(job.program, other.args, other.kwargs))
         runtime.run(sessions.session(), feeds)

@@ -99,9 +99,9 @@ def dynamic_inputs(program: Any, args: tuple, kwargs: dict) -> list[tuple[str, A
 
 
 def other_values(program: Any, inputs: list[tuple[str, Any, list[Any]]],
-                 choose: Callable[[int], int]) -> dict[Any, int]:
+                 choose: Callable[[int], int], smallest: int = _SMALLEST) -> dict[Any, int]:
     """A value for each symbol of the inputs' shapes: `choose(example size)` where the program's
-    range allows it, else the example's; {} when no symbol changes."""
+    range allows it (and it is at least `smallest`), else the example's; {} when no symbol changes."""
     import sympy
 
     examples: dict[Any, int] = {}
@@ -113,7 +113,7 @@ def other_values(program: Any, inputs: list[tuple[str, Any, list[Any]]],
     chosen = dict(examples)
     for symbol, size in examples.items():
         bounds = ranges.get(str(symbol))
-        lower = max(_SMALLEST, _bound(bounds.lower if bounds is not None else None, _SMALLEST))
+        lower = max(smallest, _bound(bounds.lower if bounds is not None else None, smallest))
         upper = _bound(bounds.upper if bounds is not None else None, None)
         other = choose(size)
         if other >= lower and (upper is None or other <= upper):
