@@ -352,8 +352,9 @@ class OutputComparison(Plain):
     shape: list[int] = field(default_factory=list)
     note: str | None = None
     nan_mismatches: int | None = None
-    # The tolerance applied to this output: rtol, the absolute floor max(atol, noise), and the
-    # noise floor alone (its dtype's eps units at the output's largest |value|).
+    # The tolerance applied to this output (exporter/verify/tolerance.py): rtol and atol (its
+    # dtype's, or the target's settings), and the noise floor (its dtype's eps units at the
+    # output's largest |value|); an element passes within max(atol, noise) + rtol * |torch|.
     rtol: float | None = None
     atol: float | None = None
     noise: float | None = None

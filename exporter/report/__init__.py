@@ -269,7 +269,8 @@ def _verification(summary: VerificationSummary | None) -> str | None:
             result = ("ok" if o.passed else "differs") if o.compared else "not compared"
             if o.note:
                 result += f" ({o.note})"
-            floor = _number(o.atol) + (f" ({_number(o.noise)})" if o.noise else "")
+            floor = _number(max(o.atol, o.noise) if o.noise and o.atol is not None else o.atol) + (
+                f" ({_number(o.noise)})" if o.noise else "")
             lines.append(f"| `{o.name}` | {o.dtype} | {o.shape} | "
                          f"{_number(o.max_abs_diff)} | {_number(o.max_rel_diff)} | {_number(o.rtol)} | {floor} | {result} |")
     return "\n".join(lines) + "\n"

@@ -20,12 +20,13 @@ class Comparison:
     passed: bool = True  # every element within the tolerance (tolerance.py)
     max_abs_diff: float = 0.0  # over finite elements
     max_rel_diff: float = 0.0
-    # The tolerance applied (tolerance.py): rtol, the absolute floor max(atol, noise), the
-    # noise floor alone and the scale it was taken at; `excess`: the largest difference over
-    # what its element was allowed (> 1: past tolerance).
+    # The tolerance applied (tolerance.py): rtol, atol (the dtype's or the target's), the noise
+    # floor and the scale it was taken at, and the absolute floor max(atol, noise); `excess`: the
+    # largest difference over what its element was allowed (> 1: past tolerance).
     rtol: float = 0.0
     atol: float = 0.0
     noise: float = 0.0
+    floor: float = 0.0
     scale: float = 0.0
     excess: float = 0.0
     nan_mismatches: int = 0  # elements NaN/inf on one side only (not in the maxima)
@@ -91,7 +92,7 @@ def compare(expected: Any, actual: Any, *, tolerance: Tolerance) -> Comparison:
         max_abs_diff=float(abs_diff.max()),
         max_rel_diff=float(torch.where(both_finite, rel_diff, torch.zeros_like(rel_diff)).max()),
         nan_mismatches=nan_mismatches,
-        rtol=bounds.rtol, atol=floor, noise=bounds.noise(scale), scale=scale,
+        rtol=bounds.rtol, atol=bounds.atol, noise=bounds.noise(scale), floor=floor, scale=scale,
         excess=float(torch.where(both_finite, excess, torch.zeros_like(excess)).max()),
         **info,
     )

@@ -66,7 +66,7 @@ def mismatch_finding(divergence: Divergence, summary: VerificationSummary, works
 def describe_tolerance(comparison: Any) -> str:
     """`float32: rtol 0.001, atol 0.0053 (noise floor at |value| <= 345)`: what the value was
     compared with (tolerance.py)."""
-    text = f"{comparison.dtype or 'value'}: rtol {comparison.rtol:g}, atol {comparison.atol:.3g}"
+    text = f"{comparison.dtype or 'value'}: rtol {comparison.rtol:g}, atol {comparison.floor:.3g}"
     if comparison.noise and comparison.noise >= comparison.atol:
         text += f" (noise floor at |value| <= {comparison.scale:.3g})"
     return text
