@@ -13,7 +13,7 @@ the key it was computed under. The key is the sha256 of
 Trust: the cache directory lives in the workspace, where anyone who can write a file can write
 an entry. An entry is used only when
 * it is signed: an HMAC-SHA256 of the stored bytes under this user's key on this machine
-  (server/user_key.py, outside the workspace). An entry edited by hand, written by another user,
+  (exporter/user_key.py, outside the workspace). An entry edited by hand, written by another user,
   committed to a repository or restored on another machine is ignored (`onnxlens check
   --trust-cache` accepts one another key signed: a cache restored in CI);
 * the files the export wrote are still those files: each recorded with its sha256 and inode
@@ -46,7 +46,7 @@ from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.torch_internals import adapter_in
 from onnxlens.exporter.versions import exporter_source_digest, interpreter_versions
 from onnxlens.exporter.written import changed
-from onnxlens.server.user_key import KeyRefused, user_key
+from onnxlens.exporter.user_key import KeyRefused, user_key
 
 log = logging.getLogger("onnxlens.cache")
 
@@ -100,7 +100,7 @@ class ResultCache:
 
     @cached_property
     def signing_key(self) -> bytes | None:
-        """This user's key (server/user_key.py); None: the cache is off, and the log says why."""
+        """This user's key (exporter/user_key.py); None: the cache is off, and the log says why."""
         try:
             return user_key()
         except KeyRefused as error:

@@ -11,6 +11,12 @@ the next export with the same digest takes its summary (`reused`) instead of run
 onnxruntime again (the segment-anything ViT-B image encoder: ~0.5 s of hashing instead of tens
 of seconds: benchmarks/VERIFICATION.md).
 
+Trust: the record lives in the workspace, where anyone who can write a file can write one, and
+anyone can compute a digest. A record is used only when it carries an HMAC-SHA256 under this
+user's key (exporter/user_key.py, as the result cache's entries): a record written by hand, by
+another user, committed to a repository or restored on another machine is ignored, and
+verification runs (a key that cannot be used: verification runs every time).
+
 Only passing verifications with no finding are kept: a finding carries lines, and lines move.
 A program calling an op outside torch's own namespaces (a custom op: its Python kernel is
 code no digest here covers) is never reused. A model built with unseeded random weights has
@@ -21,6 +27,7 @@ editor's "Re-export" run verification again (the server removes the record).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import time
 from typing import Any
@@ -30,6 +37,7 @@ import torch
 from onnxlens.exporter import atomic
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import TargetSpec, VerificationSummary
+from onnxlens.exporter.user_key import KeyRefused, user_key
 from onnxlens.exporter.versions import exporter_source_digest
 
 # Where the ops and functions a program calls come from when their code is torch's or Python's
@@ -64,28 +72,48 @@ def digest(program: Any, onnx_model: Any, args: tuple, kwargs: dict, spec: Targe
 
 
 def reused(spec: TargetSpec, key: str | None) -> VerificationSummary | None:
-    """The kept summary of a passing verification with this digest, or None."""
+    """The kept summary of a passing verification with this digest, signed with this user's
+    key, or None."""
     if key is None:
         return None
     try:
         with open(spec.verification_record, encoding="utf-8") as file:
             record = json.load(file)
-    except (OSError, ValueError):
+        payload, signature = record["payload"], bytes.fromhex(record["signature"])
+        expected = _signature(payload)
+        if expected is None or not hmac.compare_digest(expected, signature):
+            return None
+        kept = json.loads(payload)
+        if kept.get("digest") != key:
+            return None
+        summary = VerificationSummary.from_dict(kept["summary"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # damaged or foreign: not kept
         return None
-    if not isinstance(record, dict) or record.get("digest") != key or not isinstance(record.get("summary"), dict):
-        return None
-    summary = VerificationSummary.from_dict(record["summary"])
     summary.reused = True
     return summary
 
 
 def keep(spec: TargetSpec, key: str | None, summary: VerificationSummary) -> None:
-    """Keep a passing verification's summary under its digest (replacing the previous one)."""
+    """Keep a passing verification's summary under its digest, signed (replacing the previous
+    one); nothing without a digest or a usable key."""
     if key is None:
         return
     data = summary.to_dict()
     data.pop("reused", None)
-    atomic.write_text(spec.verification_record, json.dumps({"digest": key, "kept": time.time(), "summary": data}))
+    payload = json.dumps({"digest": key, "kept": time.time(), "summary": data})
+    signature = _signature(payload)
+    if signature is None:
+        return
+    atomic.write_text(spec.verification_record, json.dumps({"payload": payload, "signature": signature.hex()}))
+
+
+def _signature(payload: str) -> bytes | None:
+    """The HMAC of `payload` under this user's key; None when the key cannot be used."""
+    try:
+        secret = user_key()
+    except KeyRefused:
+        return None
+    return hmac.new(secret, payload.encode(), hashlib.sha256).digest()
 
 
 def _namespace(target: Any) -> str:

@@ -2,7 +2,8 @@
 
 * an unchanged verification is not run again (exporter/verify/reuse.py): a save that only adds
   a comment (every line moves) takes the kept summary; new weights, a wrong translation or
-  `--no-cache` verify again;
+  `--no-cache` verify again; a kept verification not signed with the user's key (written by
+  hand, by another user) is not taken, however right its digest;
 * `verify-inputs = "small"` (exporter/verify/small_inputs.py): the example cut along its dynamic
   dimensions, on transformers' BERT; the cut sizes are the second shape too, so a size fixed in
   the graph is still a `baked-shape` warning, and a wrong translation still a `mismatch`.
@@ -10,6 +11,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import shutil
 import subprocess
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.types import TargetSpec, VerificationSummary
 from onnxlens.exporter.verify import reuse
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
@@ -56,8 +59,7 @@ def test_a_save_that_leaves_the_graph_unchanged_reuses_the_verification(tmp_path
     assert other_weights.verification.passed and other_weights.verification.reused is None
 
 
-def test_a_verification_with_a_finding_is_not_kept(tmp_path):
-    write(tmp_path, "quick.py", '''
+QUICK_GELU = '''
         import torch
         from onnxscript import opset18 as op
         from torch import nn
@@ -78,13 +80,43 @@ def test_a_verification_with_a_finding_is_not_kept(tmp_path):
         def inputs():
             torch.manual_seed(0)
             return (torch.randn(4, 8),)
-    ''')
+    '''
+
+
+def test_a_verification_with_a_finding_is_not_kept(tmp_path):
+    write(tmp_path, "quick.py", QUICK_GELU)
     spec = spec_for(tmp_path, "quick", "quick.py:build", "quick.py:inputs", verify=True,
                     custom_translations="quick.py:TABLE")
     for _ in range(2):
         result = shared_pipeline().run(spec)
         assert [f.code for f in result.findings] == ["mismatch"] and result.verification.reused is None
     assert not Path(spec.verification_record).exists()
+
+
+def test_a_forged_record_does_not_hide_a_mismatch(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))  # this user's key, made here
+    write(tmp_path, "quick.py", QUICK_GELU)
+    spec = spec_for(tmp_path, "quick", "quick.py:build", "quick.py:inputs", verify=True,
+                    custom_translations="quick.py:TABLE")
+    job = shared_pipeline().export(spec)
+    assert [f.code for f in job.result.findings] == ["mismatch"]
+    # Anyone can compute the digest: it is a hash of the model, the program and the inputs.
+    key = reuse.digest(job.decomposed, job.onnx_program.model, job.target.args, job.target.kwargs, spec)
+    passing = VerificationSummary(passed=True)
+    payload = json.dumps({"digest": key, "summary": passing.to_dict()})
+    record = Path(spec.verification_record)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    forgeries = {
+        "unsigned": {"digest": key, "summary": passing.to_dict()},
+        "another key": {"payload": payload, "signature": hmac.new(b"k" * 32, payload.encode(), hashlib.sha256).hexdigest()},
+    }
+    for forged in forgeries.values():
+        record.write_text(json.dumps(forged))
+        result = shared_pipeline().run(spec)
+        assert [f.code for f in result.findings] == ["mismatch"] and result.verification.reused is None
+
+    reuse.keep(spec, key, passing)  # the same summary, signed with this user's key: taken
+    assert shared_pipeline().run(spec).verification.reused is True
 
 
 def test_a_program_with_a_custom_op_has_no_digest(tmp_path):

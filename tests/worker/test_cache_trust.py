@@ -21,7 +21,7 @@ import pytest
 from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.cache import ResultCache, cache_file
 from onnxlens.server.exports import ExportService
-from onnxlens.server.user_key import KEY_BYTES, key_path
+from onnxlens.exporter.user_key import KEY_BYTES, key_path
 from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 
