@@ -10,8 +10,10 @@ sizes derived from others follow (`2*s0`). The values are the example's own, cut
 A dimension the example did not declare dynamic keeps its size: the ONNX model fixed it.
 
 The user asks for it: a translation wrong only at large sizes (an overflow, a kernel chosen by
-size) goes unseen on the smaller inputs, and the second-shape check still runs on the example's
-sizes and larger ones. `candidates` gives the cuts to try, in order; the pipeline verifies on
+size) goes unseen on the smaller inputs. The cut sizes are not the example's, so they stand for
+the second-shape check too (larger sizes are not tried); only where the cut differs does the
+pipeline verify on the example as well, to tell a size fixed in the graph from a model wrong at
+every size. `candidates` gives the cuts to try, in order; the pipeline verifies on
 the first torch runs (a guard torch.export put in the program may refuse some) and says what it
 ran on (`VerificationSummary.inputs`).
 """
