@@ -403,7 +403,9 @@ def render_share(data: dict) -> list[str]:
              "each scenario in a fresh process. A save: the pipeline's export up to its result and saved model "
              "(`result.seconds`); verification: its `verify` stage (the second-shape check included); the rest: "
              "load, capture, decomposition, translation, optimization, checker, save. Scenarios with 2 images are "
-             "measured on this branch only (`verify-inputs` is new).",
+             "measured on this branch only (`verify-inputs` is new). The scenarios run one after another, not "
+             "interleaved: on a shared machine the load moves between them, and the rest of the save, the same "
+             "work before and after, shows by how much.",
              "",
              "| onnxlens | scenario | save | verification | rest of the save | verification's share | what verification did |",
              "|---|---|---:|---:|---:|---:|---|"]

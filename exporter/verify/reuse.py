@@ -8,8 +8,8 @@ nodes' metadata (stack traces name lines), every initializer's bytes, the torch 
 (its submodules' too), the inputs' bytes, the settings and the versions. A passing verification
 is kept with its digest (`<output-dir>/cache/<target>.verified.json`, TargetSpec.verification_record);
 the next export with the same digest takes its summary (`reused`) instead of running torch and
-onnxruntime again (the segment-anything ViT-B image encoder: ~0.5 s of hashing instead of tens
-of seconds: benchmarks/VERIFICATION.md).
+onnxruntime again (the segment-anything ViT-B image encoder: under a second of hashing instead
+of about a minute: benchmarks/VERIFICATION.md).
 
 Trust: the record lives in the workspace, where anyone who can write a file can write one, and
 anyone can compute a digest. A record is used only when it carries an HMAC-SHA256 under this
