@@ -142,14 +142,15 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
         kind, data = failure.kind, failure.data
         if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             continue
-        frames = from_user_stack(data.get("user_stack"), files) or (
-            from_stack_trace(failure.node_traces[0]) if failure.node_traces else [])
+        # A stack of its own, else (an op's failure, reported once per op) each call of the op.
+        user_stack = from_user_stack(data.get("user_stack"), files)
+        chains = [user_stack] if user_stack else [from_stack_trace(trace) for trace in failure.node_traces] or [[]]
         if kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
                            f"{data.get('result')}): torch.export cannot decide it for every input")
         else:
             description = f"{kind.lower().replace('_', ' ')}: {data.get('op', '')}".rstrip(": ")
-        problems.append((kind, description, frames))
+        problems.extend((kind, description, frames) for frames in chains)
     return problems
 
 
