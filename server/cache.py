@@ -4,6 +4,9 @@ One msgpack file per target, `<output-dir>/cache/<target>.msgpack`, holding the 
 the key it was computed under. The key is the sha256 of
 * the content of every file of the target's closure (the workspace files the last export
   imported or opened, plus the files its references name),
+* which of the paths where a module it looked for in the workspace and did not find would be
+  (`ExportResult.absent`, exporter/pipeline/absent_modules.py) exist: none when stored, so
+  writing the missing `helpers.py` is a miss,
 * the TargetSpec (every option, the output paths),
 * what the worker's interpreter has installed (server/installed.py: the names importable from
   each directory of its import path, each distribution's metadata): a package installed,
@@ -119,9 +122,10 @@ class ResultCache:
             log.warning("result cache off: %s", error)
             return None
 
-    def key(self, spec: TargetSpec, files: list[str], installed: str | None) -> str | None:
-        """The cache key under the installed packages' fingerprint `installed`; None if a file of
-        the closure cannot be read, or nothing can be said about the installed packages."""
+    def key(self, spec: TargetSpec, files: list[str], absent: list[str], installed: str | None) -> str | None:
+        """The cache key of the closure `files`, the paths `absent` and the installed packages'
+        fingerprint `installed`; None if a file of the closure cannot be read, or nothing can be
+        said about the installed packages."""
         if installed is None:
             return None
         digest = hashlib.sha256()
@@ -134,6 +138,8 @@ class ResultCache:
             except OSError:
                 return None
             digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
+        for path in sorted(absent):
+            digest.update(path.encode() + (b"\0present" if os.path.lexists(path) else b"\0absent"))
         return digest.hexdigest()
 
     def _signature(self, payload: bytes) -> bytes | None:
@@ -141,7 +147,7 @@ class ResultCache:
         return hmac.new(key, payload, hashlib.sha256).digest() if key is not None else None
 
     def _trusted(self, path: Path) -> dict[str, Any] | None:
-        """The stored payload ({key, files, result}) of the entry at `path` if it is trusted
+        """The stored payload ({key, files, absent, result}) of the entry at `path` if it is trusted
         (signed here, or another key's with trust_foreign), else None. Raises for a missing or
         damaged file."""
         entry = msgpack.unpackb(path.read_bytes(), raw=False)
@@ -163,8 +169,8 @@ class ResultCache:
             stored = self._trusted(path)
             if stored is None:
                 return None
-            files, stored_key, data = stored["files"], stored["key"], stored["result"]
-            if not files or self.key(spec, files, self.installed.fingerprint()) != stored_key:
+            files, absent, stored_key, data = stored["files"], stored["absent"], stored["key"], stored["result"]
+            if not files or self.key(spec, files, absent, self.installed.fingerprint()) != stored_key:
                 return None
             result = ExportResult.from_dict(data)
         except FileNotFoundError:
@@ -179,11 +185,11 @@ class ResultCache:
 
     def stored_files(self, spec: TargetSpec) -> list[str] | None:
         """The files the target's trusted cached result depended on when it was stored, whether
-        or not they changed since (None: no trusted, readable entry): which targets a changed file
-        reaches (server/reach.py)."""
+        or not they changed since, and the absent paths whose appearance it depends on (None: no
+        trusted, readable entry): which targets a changed file reaches (server/reach.py)."""
         try:
             stored = self._trusted(cache_file(spec))
-            return [str(path) for path in stored["files"]] if stored is not None else None
+            return [str(path) for path in (*stored["files"], *stored["absent"])] if stored is not None else None
         except Exception:  # noqa: BLE001 - a missing or damaged entry: the closure is unknown
             return None
 
@@ -191,26 +197,30 @@ class ResultCache:
         """Remember `result` for the files as they are now. Returns whether it was stored.
 
         `installed`: the installed packages' fingerprint the job's worker was started under.
-        Not stored if any file of the closure changed after the job started, or the installed
-        packages are not those: the export may have read the older content, and the cache must
-        never pair new files or packages with old results.
+        Not stored if any file of the closure changed after the job started, a path the job
+        found absent exists, or the installed packages are not those: the export may have read
+        the older content, and the cache must never pair new files or packages with old results.
         """
         if not result.closure or any(f.code in UNCACHEABLE_CODES for f in result.findings):
             return False
         if installed is None or self.installed.fingerprint() != installed:
             return False
         files = sorted(set(result.closure) | referenced_files(spec))
+        absent = sorted(set(result.absent))
         try:
             if any(changed_since(os.stat(f), job_started_ns) for f in files):
                 return False
         except OSError:
             return False
-        key = self.key(spec, files, installed)
+        if any(os.path.lexists(path) for path in absent):
+            return False
+        key = self.key(spec, files, absent, installed)
         if key is None:
             return False
         data = result.to_dict()
         data["cached"] = False
-        payload = msgpack.packb({"key": key, "files": files, "result": data}, use_bin_type=True, default=str)
+        payload = msgpack.packb({"key": key, "files": files, "absent": absent, "result": data},
+                                use_bin_type=True, default=str)
         signature = self._signature(payload)
         if signature is None:
             return False

@@ -16,7 +16,7 @@ import pytest
 
 from onnxlens.server.exports import ExportService
 from onnxlens.server.installed import InstalledPackages
-from tests.cli.test_cache_environment import MODEL, factor_of
+from tests.cli.test_missing_modules import MODEL, factor_of
 from tests.support.environments import build_wheel, install, make_environment
 from tests.worker.worker_helpers import spec_for, write_model
 
@@ -33,7 +33,7 @@ async def test_an_upgrade_replaces_the_worker_that_preloaded_the_old_version(tmp
     environment = make_environment(tmp_path / "venv")
     install(environment, build_wheel(tmp_path / "wheels", "1.0", 2))
     write_model(tmp_path / "workspace", "net.py", MODEL)
-    spec = spec_for(tmp_path / "workspace", "net.py", model="Net")
+    spec = spec_for(tmp_path / "workspace", "net.py", model="build")
     service = ExportService(python=environment.python, use_cache=False)
     try:
         first = await service.export(spec)

@@ -1,10 +1,13 @@
-"""A cached result holds only while what it was computed from is installed (issue 21: `No module
-named 'tqdm'` still reported, `(cached)`, after `pip install tqdm`). Real `onnxlens check`
-processes run by a real virtual environment's interpreter; a real package built into wheels and
-installed into that environment with pip (tests/support/environments.py).
+"""A cached result holds only while the modules it imported, and those it could not find, are as
+they were (issue 21: `No module named 'tqdm'` still reported, `(cached)`, after `pip install
+tqdm`). Real `onnxlens check` processes.
 
-The model multiplies by the installed package's factor, so the exported .onnx (run with
-onnxruntime) tells which version the export imported.
+* An installed package: run by a real virtual environment's interpreter, a real package built
+  into wheels and installed, upgraded, reinstalled there with pip
+  (tests/support/environments.py). The model multiplies by the installed package's factor, so
+  the exported .onnx (run with onnxruntime) tells which version the export imported.
+* A module of the workspace: `helpers.py`, or a module of a package of it, written after the
+  failure; the pre-commit hook's `--changed` reaches the target through it.
 """
 
 from __future__ import annotations
@@ -16,18 +19,10 @@ import onnxruntime
 import pytest
 
 from tests.support.environments import PACKAGE, build_wheel, install, installed_version, make_environment
-from tests.support.net_workspace import check_json
+from tests.support.net_workspace import check_json, write_workspace
 from tests.support.workspace import write
 
-CONFIG = '''[tool.onnxlens]
-verify = false
-
-[[tool.onnxlens.target]]
-name = "net"
-model = "net.py:Net"
-inputs = "net.py:inputs"
-'''
-
+# The `net` target's model (tests/support/net_workspace.py: its config, its cache entry).
 MODEL = f'''import torch
 from {PACKAGE} import scale
 
@@ -35,6 +30,10 @@ from {PACKAGE} import scale
 class Net(torch.nn.Module):
     def forward(self, x):
         return scale(x)
+
+
+def build():
+    return Net()
 
 
 def inputs():
@@ -60,8 +59,7 @@ def factor_of(onnx_path: Path) -> float:
 def test_installing_upgrading_and_reinstalling_a_package_each_export_again(wheels, tmp_path):
     environment = make_environment(tmp_path / "venv")
     workspace, user = tmp_path / "workspace", tmp_path / "user-cache"
-    write(workspace / "pyproject.toml", CONFIG)
-    write(workspace / "net.py", MODEL)
+    write_workspace(workspace, MODEL)
 
     def check():
         run = check_json(workspace, user, python=environment.python)
@@ -92,3 +90,22 @@ def test_installing_upgrading_and_reinstalling_a_package_each_export_again(wheel
     reinstalled = check()
     assert reinstalled["status"] == "ok" and reinstalled["cached"] is False
     assert factor_of(workspace / reinstalled["onnx"]) == 4.0
+
+
+@pytest.mark.parametrize("module", ["helpers", "blocks.helpers"])
+def test_a_workspace_module_written_after_the_failure_exports_again(tmp_path, module):
+    workspace, user = tmp_path / "workspace", tmp_path / "user-cache"
+    write_workspace(workspace, MODEL.replace(f"from {PACKAGE} import", f"from {module} import"))
+    if "." in module:
+        write(workspace / "blocks" / "__init__.py", "")  # the package is there, its module is not
+    helpers = workspace / (module.replace(".", "/") + ".py")
+
+    missing = check_json(workspace, user).target
+    assert missing["status"] == "failed" and missing["cached"] is False
+    assert f"No module named '{module}'" in missing["diagnostics"][0]["message"]
+    assert check_json(workspace, user).target["cached"] is True
+
+    write(helpers, "def scale(x):\n    return x * 5\n")
+    reached = check_json(workspace, user, "--changed", str(helpers))  # as the pre-commit hook runs it
+    assert reached.target["status"] == "ok" and reached.target["cached"] is False, reached.target["diagnostics"]
+    assert factor_of(workspace / reached.target["onnx"]) == 5.0
