@@ -188,7 +188,8 @@ def with_section(path: Path, heading: str, section: list[str]) -> str:
             if sections:
                 sections[-1].append(line)
     sections = [old for old in sections if old[0] != heading] + [section]
-    return "\n".join(title + [line for kept in sections for line in kept]).rstrip("\n") + "\n"
+    body = "\n\n".join("\n".join(kept).strip("\n") for kept in sections)
+    return "\n".join(title) + "\n" + body + "\n"
 
 
 if __name__ == "__main__":
