@@ -273,6 +273,9 @@ class ExportResult(Plain):
     verification: VerificationSummary | None = None
     findings: list[Finding] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # workspace files the target imported
+    # Where the modules the target looked for in the workspace and did not find would be
+    # (pipeline/absent_modules.py): their appearance changes what it exports.
+    absent: list[str] = field(default_factory=list)
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
     model_location: Location | None = None  # where the model callable is defined

@@ -29,7 +29,10 @@ The stock translation stops at its first failing node. Cases:
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
+import torch
 
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
@@ -51,12 +54,17 @@ def shift_inputs():
     return (torch.arange(8, dtype=torch.int64), torch.tensor(2, dtype=torch.int64))
 
 
-class SelectMasksAndZeta(torch.nn.Module):
+class SelectMasks(torch.nn.Module):
     def forward(self, iou_preds, point_coords):
         num_points = point_coords.shape[1]
         score_reweight = torch.tensor([[1000] + [0] * 3])
         score = iou_preds + (num_points - 2.5) * score_reweight
-        return torch.argmax(score, dim=1), torch.special.zeta(iou_preds, 2.0)
+        return torch.argmax(score, dim=1)
+
+
+class SelectMasksAndZeta(SelectMasks):
+    def forward(self, iou_preds, point_coords):
+        return super().forward(iou_preds, point_coords), torch.special.zeta(iou_preds, 2.0)
 
 
 def mask_inputs():
@@ -131,6 +139,14 @@ def workspace(tmp_path_factory):
     return root
 
 
+def import_file(path):
+    """The models module as stock's run imports it: apart from the pipeline's imports."""
+    spec = importlib.util.spec_from_file_location(f"stock_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run(workspace, model, inputs, **options):
     return run_target(workspace, f"failing_translations.py:{model}", f"failing_translations.py:{inputs}", **options)
 
@@ -148,15 +164,25 @@ def test_both_shifts_by_a_data_dependent_amount_are_reported_each_on_its_line(wo
     assert all(f.stage == "translate" for f in result.findings)
 
 
-def test_a_failing_translation_is_reported_with_the_ops_the_scan_found(workspace):
-    result = run(workspace, "SelectMasksAndZeta", "mask_inputs", dynamic_shapes="failing_translations.py:points_dynamic")
+def test_a_failing_translation_is_reported_with_the_ops_the_scan_found(workspace, tmp_path):
+    """Whether `aten.mul.Scalar` of a symbolic size translates depends on the torch release
+    (2.13 raises, 2.12 translates it): stock's answer on the model without zeta, measured here,
+    says whether its line must be among the findings."""
     models = workspace / "failing_translations.py"
+    module = import_file(models)
+    try:
+        torch.onnx.export(module.SelectMasks(), module.mask_inputs(), str(tmp_path / "stock.onnx"), dynamo=True,
+                          dynamic_shapes=module.points_dynamic())
+        stock_fails = False
+    except Exception as error:  # noqa: BLE001 - stock's answer, whatever it raises
+        stock_fails = "float() argument must be" in str(error)
+    result = run(workspace, "SelectMasksAndZeta", "mask_inputs", dynamic_shapes="failing_translations.py:points_dynamic")
     assert result.status == "failed"
     found = {(f.code, f.location.line) for f in result.findings}
-    assert found == {("unsupported-op", line_of(models, "torch.special.zeta(iou_preds, 2.0)")),
-                     ("translation", line_of(models, "(num_points - 2.5) * score_reweight"))}
-    [translation] = [f for f in result.findings if f.code == "translation"]
-    assert "float() argument must be" in translation.message and "(aten.mul.Scalar)" in translation.message
+    assert found == {("unsupported-op", line_of(models, "torch.special.zeta(iou_preds, 2.0)"))} | (
+        {("translation", line_of(models, "(num_points - 2.5) * score_reweight"))} if stock_fails else set())
+    for translation in [f for f in result.findings if f.code == "translation"]:
+        assert "float() argument must be" in translation.message and "(aten.mul.Scalar)" in translation.message
 
 
 def test_a_constant_among_the_outputs_lands_on_the_return(workspace):
@@ -190,15 +216,9 @@ def test_a_constant_made_by_a_helper_lands_on_the_helpers_return_with_forwards_r
 def test_where_stock_stops_before_dispatching_a_node_its_error_is_the_finding(workspace):
     """Stock's answer for the wrapped mutating op is a KeyError while translating it (measured
     here, in this process, with the public exporter), not a missing translation."""
-    import importlib.util
-
-    import torch
-
     models = workspace / "mutating_op.py"
     result = run_target(workspace, "mutating_op.py:MutatesBufferAndZeta", "mutating_op.py:three_by_three")
-    spec = importlib.util.spec_from_file_location("stock_models", models)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_file(models)
     with pytest.raises(Exception) as stock:
         torch.onnx.export(module.MutatesBufferAndZeta(), module.three_by_three(), dynamo=True,
                           f=str(workspace / "stock.onnx"))

@@ -41,7 +41,8 @@ async def _stored(service, root: Path, source: str, *, ok: bool):
     assert (result.status == "ok") is ok, result.findings
     # Stored as a service does after a job, signed with this test's key (the module's worker
     # service signed with the key of the test that first used it).
-    assert ResultCache(service.python).store(spec, result, job_started_ns=time.time_ns()) is True
+    cache = ResultCache(service.python)
+    assert cache.store(spec, result, job_started_ns=time.time_ns(), installed=cache.installed.fingerprint()) is True
     assert ExportService(use_cache=True).cached(spec) is not None  # a hit, before anything is changed
     return spec, result
 
