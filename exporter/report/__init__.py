@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from onnxlens.exporter import atomic
-from onnxlens.exporter.types import STAGES, ExportResult, Finding, TargetSpec, VerificationSummary
+from onnxlens.exporter.report.change_section import change_section
+from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, Finding, TargetSpec, VerificationSummary
 
 EXCERPT_CONTEXT = 2  # source lines shown before and after a finding's line
 
@@ -32,6 +33,7 @@ class ReportInputs:
     registry: Any = None  # the ONNX registry used
     error: BaseException | None = None  # the exception that stopped the pipeline, if any
     model: Any = None  # the nn.Module
+    previous: ExportedGraph | None = None  # the target's previous export's graph, to say what changed
 
 
 def write_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs | None = None) -> str:
@@ -54,6 +56,11 @@ def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) 
     parts = [_header(spec, result)]
     parts.append(_section("Stages", lambda: _stages(result)))
     parts.append(_section(f"Findings ({len(result.findings)})", lambda: _findings(spec, result)))
+    parts.append(_section("Change since the last export", lambda: change_section(
+        inputs.previous, result, lambda path: _display_path(path, spec.root)),
+        missing="Nothing to compare: this export built no ONNX graph." if result.graph is None else
+        "Nothing to compare with: no earlier export of this target was given (the editor gives its last one; "
+        "`onnxlens check` compares nothing)."))
     not_run = ("Skipped: the model's weights have no data (see the weights-free finding)." if _weights_free(result)
                else "Not run (verification is off, or the export stopped before it).")
     parts.append(_section("Verification", lambda: _verification(result.verification), missing=not_run))
