@@ -18,7 +18,7 @@ import sys
 import time
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.cache import ResultCache
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
@@ -66,11 +66,12 @@ class ExportService:
         return self.cache.load(spec)
 
     async def export(self, spec: TargetSpec, on_event: EventSink | None = None, *,
-                     use_cache: bool | None = None) -> ExportResult:
+                     use_cache: bool | None = None, previous: ExportedGraph | None = None) -> ExportResult:
         """Export one target. Cancelling the awaiting task kills the job.
 
         `use_cache=False` exports even when the cache has a result (an explicit "Re-export");
-        None: as the service was configured.
+        None: as the service was configured. `previous`: the target's previous export's graph,
+        for the report's "Change since the last export".
         """
         sink = on_event or (lambda event: None)
         if self.use_cache if use_cache is None else use_cache:
@@ -80,7 +81,7 @@ class ExportService:
                 return hit
         async with self._slots:
             started_ns = time.time_ns()
-            result = await self._run(spec, sink)
+            result = await self._run(spec, sink, previous)
         if not result.cached:
             self.cache.store(spec, result, job_started_ns=started_ns)
         return result
@@ -110,7 +111,7 @@ class ExportService:
                 await self._worker.start()
             return self._worker
 
-    async def _run(self, spec: TargetSpec, sink: EventSink) -> ExportResult:
+    async def _run(self, spec: TargetSpec, sink: EventSink, previous: ExportedGraph | None) -> ExportResult:
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
@@ -118,7 +119,7 @@ class ExportService:
             worker = await self._current_worker()
             try:
                 await worker.wait_ready()
-                message = await worker.run(spec, sink, threads=self.threads_per_job)
+                message = await worker.run(spec, sink, threads=self.threads_per_job, previous=previous)
             except WorkerUnavailable as error:
                 if error.permanent:
                     return _worker_failure(spec, str(error))

@@ -31,7 +31,7 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame_async,
 )
-from onnxlens.exporter.types import OutputEvent, ProgressEvent, TargetSpec, event_from_dict
+from onnxlens.exporter.types import ExportedGraph, OutputEvent, ProgressEvent, TargetSpec, event_from_dict
 
 log = logging.getLogger("onnxlens.worker")
 
@@ -154,16 +154,20 @@ class Worker:
         assert self._ready is not None, "start() first"
         await asyncio.shield(self._ready)
 
-    async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1) -> dict[str, Any]:
-        """Run one job; returns the zygote's `result` message. Cancelling kills the child."""
+    async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
+                  previous: ExportedGraph | None = None) -> dict[str, Any]:
+        """Run one job; returns the zygote's `result` message. Cancelling kills the child.
+        `previous`: the target's previous export's graph (its report says what changed)."""
         if not self.alive:
             raise WorkerDied(self._end or "the export worker is not running")
         job_id = next(self._ids)
         job = _Job(on_event=on_event)
         self._jobs[job_id] = job
         try:
-            await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
-                              "options": {"threads": threads}})
+            message = {"type": "job", "id": job_id, "spec": spec.to_dict(), "options": {"threads": threads}}
+            if previous is not None:
+                message["previous"] = previous.to_dict()
+            await self._send(message)
             try:
                 # The zygote forks at once, unless it is importing libraries for a moment.
                 await asyncio.wait_for(asyncio.shield(job.started), START_GRACE)

@@ -1,12 +1,14 @@
-"""Code lens on each target's model definition: status, time, nodes, verification; click to
-re-export, a second lens opens the report."""
+"""Code lenses: on each target's model definition, status, time, nodes, verification (click to
+re-export; a second lens opens the report); on each line whose nodes changed in the last export,
+what changed since the export before it (click: the report's "Change since the last export"),
+placed through the edits since (exported_text.py)."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
 from .handlers import Feature, handles
-from .project import TargetState
+from .project import TargetState, norm
 from .uris import path_of
 
 
@@ -29,6 +31,25 @@ class CodeLens(Feature):
                     lenses.append(lsp.CodeLens(range=where, command=lsp.Command(
                         title="Open export report", command="onnxlens.openReport",
                         arguments=[state.result.report])))
+            for name, state in project.targets.items():
+                lenses += self._change_lenses(project.key, name, state, path)
+        return lenses
+
+    def _change_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:
+        """`+1 node (LayerNormalization) since the last export` on each line of `path` whose
+        nodes the last export changed."""
+        if state.change is None or state.result is None:
+            return []
+        lenses = []
+        for change in state.change.lines:
+            line = None if change.gone or norm(change.file) != path else \
+                self.session.exported_text.now((config, name), path, change.line)
+            if line is None:
+                continue
+            position = lsp.Position(line=line - 1, character=0)
+            lenses.append(lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
+                title=f"onnxlens: {name} {change.describe()} since the last export", command="onnxlens.openReport",
+                arguments=[state.result.report or name])))
         return lenses
 
 

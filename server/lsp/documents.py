@@ -82,3 +82,5 @@ class Documents(Feature):
             session.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
         if after.verify != before.verify:
             session.export_everything(reason="verify setting changed")
+        if after.inlay_hints != before.inlay_hints:
+            session.client.refresh_inlay_hints()

@@ -25,6 +25,7 @@ class Settings:
     jobs: int = 1  # jobs: export jobs at once (takes effect when the worker (re)starts)
     log_level: str = "info"  # logLevel: error | warning | info | debug (window/logMessage)
     debounce_ms: int = 200  # debounceMs: quiet time after the last trigger before exporting
+    inlay_hints: bool = True  # inlayHints: what each line produced (shapes, dtypes), after each export
 
     @property
     def logging_level(self) -> int:
@@ -48,6 +49,7 @@ _FIELDS: dict[str, tuple[str, Any, str]] = {
     "logLevel": ("log_level", lambda v: v in LOG_LEVELS, " | ".join(LOG_LEVELS)),
     "debounceMs": ("debounce_ms", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10_000,
                    "an integer 0-10000"),
+    "inlayHints": ("inlay_hints", lambda v: isinstance(v, bool), "true or false"),
 }
 
 

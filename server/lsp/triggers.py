@@ -129,12 +129,13 @@ class Triggers:
         changed, removed = project.load()
         session.diagnostics.publish_config(project)
         for name in removed:
-            session.scheduler.cancel(project, name)
-            session.diagnostics.clear_target(project, name)
+            session.forget_target(project, name)
         if session.settings.export_on_save:
             for name in changed:
                 session.scheduler.request(project, name, "configuration changed", automatic=True)
         session.client.refresh_code_lens()
+        if removed:
+            session.client.refresh_inlay_hints()
 
     def _maybe_new_config(self, path: str) -> None:
         """A config file appeared, or a pyproject.toml gained [tool.onnxlens], in a workspace
