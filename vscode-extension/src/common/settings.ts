@@ -17,6 +17,7 @@ export interface Settings {
   verify: boolean | null; // null: as the project's config says
   jobs: number;
   debounceMs: number;
+  inlayHints: boolean;
   logLevel: LogLevel;
 }
 
@@ -26,6 +27,7 @@ export const DEFAULTS: Settings = {
   verify: null,
   jobs: 1,
   debounceMs: 200,
+  inlayHints: true,
   logLevel: "info",
 };
 
@@ -51,6 +53,7 @@ export function readSettings(config: ConfigReader): Settings {
     verify: typeof config.get("verify") === "boolean" ? (config.get("verify") as boolean) : null,
     jobs: clampedInt(config.get("jobs"), DEFAULTS.jobs, 1, 64), // the server's bounds
     debounceMs: clampedInt(config.get("debounceMs"), DEFAULTS.debounceMs, 0, 10_000),
+    inlayHints: bool(config.get("inlayHints"), DEFAULTS.inlayHints),
     logLevel: parseLogLevel(config.get("logLevel")),
   };
 }
@@ -61,12 +64,13 @@ export interface ServerSettings {
   verify: boolean | null;
   jobs: number;
   debounceMs: number;
+  inlayHints: boolean;
   logLevel: LogLevel;
 }
 
 export function toServerSettings(settings: Settings): ServerSettings {
-  const { exportOnSave, verify, jobs, debounceMs, logLevel } = settings;
-  return { exportOnSave, verify, jobs, debounceMs, logLevel };
+  const { exportOnSave, verify, jobs, debounceMs, inlayHints, logLevel } = settings;
+  return { exportOnSave, verify, jobs, debounceMs, inlayHints, logLevel };
 }
 
 export function getSettings(scope?: vscode.ConfigurationScope): Settings {
