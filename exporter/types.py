@@ -316,10 +316,12 @@ class LineChange(Plain):
     gone: bool = False  # the line makes no nodes any more (edited away, or deleted)
 
     def describe(self) -> str:
-        """"+1 node (LayerNormalization), +2,048 B", "+2 nodes (Mul, Add), -1 node (Div)"."""
+        """"+1 node (LayerNormalization), initializers read +2,048 B", "+2 nodes (Mul, Add), -1 node
+        (Div)". The bytes are those the line reads, shared ones included: the model's own size
+        may not change (the exporter keeps one copy of equal initializers)."""
         parts = [describe_ops(sign, ops) for sign, ops in (("+", self.added), ("-", self.removed)) if ops]
         if self.weight_bytes:
-            parts.append(signed_bytes(self.weight_bytes))
+            parts.append(f"initializers read {signed_bytes(self.weight_bytes)}")
         return ", ".join(parts)
 
 

@@ -32,18 +32,27 @@ Key = tuple[str, int]  # (real path, 1-based line)
 
 def record(job: Job, full_traces: dict[str, str] | None = None) -> None:
     """The result's line data and graph summary, from the finished ONNX model and the program it
-    was translated from (`full_traces`: FX node name -> stack trace with helper frames)."""
+    was translated from (`full_traces`: FX node name -> stack trace with helper frames).
+
+    What each line produced and the summary are extras: a failure of ours there is logged and
+    leaves them out, it never fails the export."""
     model = job.onnx_program.model
     origins = NodeLines(job.workspace, full_traces)
     infos = line_infos(model, origins)
     if job.decomposed is not None:
-        infos = line_values.add_values(infos, job.decomposed, model, job.workspace)
+        try:
+            infos = line_values.add_values(infos, job.decomposed, model, job.workspace)
+        except Exception as error:  # noqa: BLE001 - see the docstring
+            job.log(f"what each line produced is not known: {type(error).__name__}: {error}")
     for file in {info.file for info in infos}:
         linecache.checkcache(file)  # a text read before this export may be stale (in-process runs)
     for info in infos:
         info.code = (source_line(info.file, info.line) or "").strip()
     job.result.lines = infos
-    job.result.graph = graph_summary.summarize(job, model, origins.line)
+    try:
+        job.result.graph = graph_summary.summarize(job, model, origins.line)
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        job.log(f"the graph's summary could not be made: {type(error).__name__}: {error}")
 
 
 class NodeLines:
