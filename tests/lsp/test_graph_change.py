@@ -1,6 +1,6 @@
 """The graph's change on save (issue 23, item 2) through the language server, with VS Code's and
 Neovim's recorded capabilities: a user's tagger around transformers' BertModel (random init, a
-small config), its sizes declared `Dim.AUTO`.
+small config; tests/support/tagger.py), its sizes declared `Dim.AUTO`.
 
 Two saves, each checked against what the ONNX files on disk say (read with onnx, not onnxlens):
 
@@ -27,57 +27,10 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import signed_bytes
 from tests.support.lsp import EDITORS, Client
+from tests.support.tagger import pyproject, tagger
 from tests.support.workspace import line_of, write
 
-PYPROJECT = '''[project]
-name = "tagging"
-version = "0"
-
-[tool.onnxlens]
-verify = false
-
-[[tool.onnxlens.target]]
-name = "tagger"
-model = "models/tagger.py:build"
-inputs = "models/tagger.py:example_inputs"
-dynamic-shapes = "models/tagger.py:dynamic_shapes"
-'''
-
-TAGGER = '''import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class Tagger(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        config = BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=64)
-        self.bert = BertModel(config)
-        self.proj = nn.Linear(32, 32)
-        self.head = nn.Linear(32, 5)
-
-    def forward(self, input_ids, attention_mask):
-        hidden = self.bert(input_ids, attention_mask=attention_mask).last_hidden_state
-        hidden = torch.tanh(self.proj(hidden))
-        return self.head(hidden)
-
-
-def build():
-    torch.manual_seed(0)
-    return Tagger().eval()
-
-
-def example_inputs():
-    torch.manual_seed(0)
-    return (torch.randint(0, 500, (2, 16)), torch.ones(2, 16, dtype=torch.long))
-
-
-def dynamic_shapes():
-    auto = torch.export.Dim.AUTO
-    return {"input_ids": {0: auto, 1: auto}, "attention_mask": {0: auto, 1: auto}}
-'''
-
+TAGGER = tagger()
 NORM_LINE = "        hidden = self.norm(hidden)\n"
 WITH_NORM = TAGGER.replace("        self.head = nn.Linear(32, 5)\n",
                            "        self.head = nn.Linear(32, 5)\n        self.norm = nn.LayerNorm(32)\n") \
@@ -131,7 +84,7 @@ async def _lenses(client: Client, path: Path) -> dict[int, list[str]]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("editor", EDITORS)
 async def test_each_save_reports_what_the_graph_changed(tmp_path, editor):
-    write(tmp_path / "pyproject.toml", PYPROJECT)
+    write(tmp_path / "pyproject.toml", pyproject("auto"))
     root = tmp_path.resolve()
     model, onnx_file = root / "models" / "tagger.py", root / ".onnxlens" / "tagger.onnx"
     write(model, TAGGER)

@@ -1,6 +1,6 @@
 """Inlay hints (issue 23, item 1) through the language server, with VS Code's and Neovim's
 recorded capabilities: a user's tagger around transformers' BertModel (random init, a small
-config: code nobody here wrote), its dynamic dimensions declared as string dims.
+config: code nobody here wrote; tests/support/tagger.py), its sizes declared as string dims.
 
 Which lines get a hint, found by reading the code: a hint goes on the innermost line of the
 workspace that computed a value other lines use (the location rule of the diagnostics). The
@@ -18,70 +18,8 @@ import pytest
 from lsprotocol import types as lsp
 
 from tests.support.lsp import EDITORS, Client
+from tests.support.tagger import BERT_LINE, BLOCK_LINE, HEAD_LINE, pyproject, tagger
 from tests.support.workspace import line_of, write
-
-PYPROJECT = '''[project]
-name = "tagging"
-version = "0"
-
-[tool.onnxlens]
-verify = false
-
-[[tool.onnxlens.target]]
-name = "tagger"
-model = "models/tagger.py:build"
-inputs = "models/tagger.py:example_inputs"
-dynamic-shapes = "models/tagger.py:dynamic_shapes"
-'''
-
-TAGGER = '''import torch
-from torch import nn
-from transformers import BertConfig, BertModel
-
-
-class Block(nn.Module):
-    def __init__(self, dim: int) -> None:
-        super().__init__()
-        self.proj = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        return x + torch.tanh(self.proj(x))
-
-
-class Tagger(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        config = BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=64, max_position_embeddings=64)
-        self.bert = BertModel(config)
-        self.blocks = nn.ModuleList(Block(32) for _ in range(3))
-        self.head = nn.Linear(32, 5)
-
-    def forward(self, input_ids, attention_mask):
-        hidden = self.bert(input_ids, attention_mask=attention_mask).last_hidden_state
-        for block in self.blocks:
-            hidden = block(hidden)
-        return self.head(hidden)
-
-
-def build():
-    torch.manual_seed(0)
-    return Tagger().eval()
-
-
-def example_inputs():
-    torch.manual_seed(0)
-    return (torch.randint(0, 500, (2, 16)), torch.ones(2, 16, dtype=torch.long))
-
-
-def dynamic_shapes():
-    return {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}}
-'''
-
-BERT_LINE = "hidden = self.bert(input_ids"
-BLOCK_LINE = "return x + torch.tanh(self.proj(x))"
-HEAD_LINE = "return self.head(hidden)"
-
 
 async def _hints(client: Client, path, lines: int) -> dict[int, lsp.InlayHint]:
     """The hints of the whole file, by 1-based line."""
@@ -94,14 +32,15 @@ async def _hints(client: Client, path, lines: int) -> dict[int, lsp.InlayHint]:
 @pytest.mark.asyncio
 @pytest.mark.parametrize("editor", EDITORS)
 async def test_hints_show_what_each_line_produced_with_the_declared_dimension_names(tmp_path, editor):
-    write(tmp_path / "pyproject.toml", PYPROJECT)
+    write(tmp_path / "pyproject.toml", pyproject("named"))
     model = tmp_path.resolve() / "models" / "tagger.py"
-    write(model, TAGGER)
+    source = tagger()
+    write(model, source)
     client = await Client.launch(tmp_path, editor=editor, settings={"debounceMs": 100})
     try:
         client.open(model)
         await client.exports_finished("tagger", 1)
-        length = len(TAGGER.splitlines())
+        length = len(source.splitlines())
         hints = await _hints(client, model, length)
         bert, block, head = line_of(model, BERT_LINE), line_of(model, BLOCK_LINE), line_of(model, HEAD_LINE)
         assert set(hints) == {bert, block, head}, {line: h.label for line, h in hints.items()}
@@ -121,7 +60,7 @@ async def test_hints_show_what_each_line_produced_with_the_declared_dimension_na
 
         # Unsaved edits: a line added above the forward moves the hints below it; the edited
         # BERT line loses its hint (what it produces now is not known until the next export).
-        edited = TAGGER.replace("    def forward(self, input_ids, attention_mask):\n",
+        edited = source.replace("    def forward(self, input_ids, attention_mask):\n",
                                 "    def forward(self, input_ids, attention_mask):\n        # tag each token\n")
         edited = edited.replace(".last_hidden_state\n", ".last_hidden_state  # (batch, seq, hidden)\n")
         client.type(model, edited)
