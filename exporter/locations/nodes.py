@@ -17,6 +17,7 @@ Torch-free on purpose (plain text and ast): it works on the metadata only.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -35,6 +36,7 @@ FULL_TRACE = "onnxlens_stack_trace"
 _ROOT_PREFIX = re.compile(r"^L\['self'\]\.?|^L__self__\.?|^_export_root\.?")
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_module_path(path: str) -> str:
     """`L['self'].layers[2].ff[0]` (strict capture), `_export_root.layers.2.ff.0` (non-strict
     capture, while tracing) -> `layers.2.ff.0` (the captured program's spelling)."""

@@ -72,21 +72,20 @@ def add_values(infos: list[LineInfo], program: Any, model: ir.Model, workspace: 
 
 def _origins(nodes: list[Any], workspace: Workspace) -> dict[Any, _Origin | None]:
     """Each node's origin; None without a line of the user's code. Each trace is parsed once."""
-    primaries: dict[str | None, tuple[list[Frame], int] | None] = {}
+    primaries: dict[str | None, tuple[list[Frame], int, str] | None] = {}  # trace -> frames, primary, its real path
     origins: dict[Any, _Origin | None] = {}
     for node in nodes:
         trace = node_trace(node.meta)
         if trace not in primaries:
             frames = from_stack_trace(trace)
             index = primary_index(frames, workspace)
-            primaries[trace] = (frames, index) if index is not None else None
+            primaries[trace] = (frames, index, os.path.realpath(frames[index].file)) if index is not None else None
         primary = primaries[trace]
         if primary is None:
             origins[node] = None
             continue
-        frames, index = primary
-        origins[node] = _Origin(os.path.realpath(frames[index].file), frames[index].line,
-                                running_module(frames, index, module_stack(node.meta)))
+        frames, index, file = primary
+        origins[node] = _Origin(file, frames[index].line, running_module(frames, index, module_stack(node.meta)))
     return origins
 
 
