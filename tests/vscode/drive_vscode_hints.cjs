@@ -15,7 +15,7 @@ const fs = require("node:fs");
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const resultPath = process.argv[3];
 const { chromium } = require(config.playwright);
-const { LONG, launchBrowser, stepper, openFile } = require("./vscode_ui.cjs");
+const { LONG, launchBrowser, stepper, openWindow } = require("./vscode_ui.cjs");
 const result = { steps: {}, errors: [] };
 const t0 = Date.now();
 const log = (message) => process.stderr.write(`[drive-hints ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
@@ -55,10 +55,7 @@ async function main() {
   const browser = await launchBrowser(chromium, config.chromium);
   const step = stepper({ result, observe, artifacts: config.artifacts, prefix: "hints-", log });
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
-    await page.goto(config.url, { timeout: LONG });
-    await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
-    await openFile(page, config.file);
+    const page = await openWindow(browser, config.url, config.file);
 
     await step("hints", page, async () => {
       const started = Date.now();

@@ -17,7 +17,7 @@ const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const resultPath = process.argv[3];
 const { chromium } = require(config.playwright);
 const {
-  LONG, launchBrowser, stepper, bell, notificationCenter, clickAt, openFile, waitForStatusItem, findNotification,
+  LONG, launchBrowser, stepper, openWindow, bell, notificationCenter, clickAt, waitForStatusItem, findNotification,
 } = require("./vscode_ui.cjs");
 const result = { steps: {}, errors: [] };
 const t0 = Date.now();
@@ -64,10 +64,7 @@ async function main() {
   const browser = await launchBrowser(chromium, config.chromium);
   const step = stepper({ result, observe, artifacts: config.artifacts, prefix: "targets-", log });
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
-    await page.goto(config.url, { timeout: LONG });
-    await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
-    await openFile(page, config.file);
+    const page = await openWindow(browser, config.url, config.file);
 
     // The server, started for a workspace without a config because its Python imports torch,
     // asks whether to add targets: "Add targets" adds them; "Not now" leaves the workspace as it

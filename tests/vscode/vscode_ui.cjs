@@ -53,6 +53,15 @@ async function clickAt(page, locator) {
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
 }
 
+/** A window on `url` (code-server with a folder), its Explorer shown, `file` opened in the editor. */
+async function openWindow(browser, url, file) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  await page.goto(url, { timeout: LONG });
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
+  await openFile(page, file);
+  return page;
+}
+
 /** Opens a workspace file with Quick Open (Ctrl+P), as a person would. */
 async function openFile(page, relativePath) {
   await page.keyboard.press("Control+p");
@@ -115,6 +124,6 @@ async function findNotification(page, text, timeoutMs) {
 }
 
 module.exports = {
-  LONG, launchBrowser, stepper, bell, notificationCenter, clickAt, openFile, waitForStatusItem, closeNotificationCenter,
-  findNotification,
+  LONG, launchBrowser, stepper, openWindow, bell, notificationCenter, clickAt, openFile, waitForStatusItem,
+  closeNotificationCenter, findNotification,
 };
