@@ -1,7 +1,7 @@
 """Atomic writes: a reader sees the old file or the new one, never half of one.
 
-Every file onnxlens writes (the .onnx and its .data, reports, program dumps, the result cache)
-goes through here or, for the .onnx, through `pipeline/save.py`'s staging directory, which uses
+Every file onnxlens writes (the .onnx and its data file, reports, program dumps, the result cache)
+goes through here or, for the .onnx pair, through `pipeline/save.py`'s staging directory, which uses
 the same rules: written to a temporary name in the destination's directory, given the mode a
 plain `open()` would give it (0644 under the usual umask, not mkstemp's 0600), then renamed.
 Leftovers of writers that were killed half-way are removed by the next write of the same file.
@@ -11,9 +11,13 @@ Torch-free: the server's cache uses it too.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
+
+from onnxlens.exporter import written
+from onnxlens.exporter.types import WrittenFile
 
 
 def _default_mode() -> int:
@@ -34,22 +38,32 @@ def staging_prefix(name: str) -> str:
 
 def write_bytes(destination: str | os.PathLike, data: bytes) -> str:
     """Write `data` to `destination` atomically; returns the destination's absolute path."""
+    return write_recorded(destination, data).path
+
+
+def write_recorded(destination: str | os.PathLike, data: bytes) -> WrittenFile:
+    """Write `data` to `destination` atomically; the file as written (exporter/written.py: its
+    digest, and the identity of the inode renamed into place)."""
     path = os.path.abspath(destination)
     directory = os.path.dirname(path)
     os.makedirs(directory, exist_ok=True)
     name = os.path.basename(path)
     fd, temporary = tempfile.mkstemp(prefix=staging_prefix(name), suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, FILE_MODE)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, FILE_MODE)
         os.replace(temporary, path)
+        file = written.recorded(path, fd, hashlib.sha256(data).hexdigest())
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(temporary)
         raise
+    finally:
+        os.close(fd)
     remove_stale_staging(directory, name, keep=temporary)
-    return path
+    return file
 
 
 def write_text(destination: str | os.PathLike, text: str) -> str:

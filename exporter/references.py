@@ -42,6 +42,21 @@ class Reference:
         base = Path(root, *self.where.split("."))
         return [base.with_suffix(".py"), base / "__init__.py"]
 
+    def outside(self, root: str | Path) -> Path | None:
+        """The referenced file, resolved, when it lies outside the workspace root (symlinks and
+        `..` followed); None when it is inside, or the reference names a module."""
+        if not self.is_file:
+            return None
+        real_root = Path(root).resolve()
+        resolved = (real_root / self.where).resolve()
+        return None if resolved.is_relative_to(real_root) else resolved
+
+    def outside_message(self, what: str, root: str | Path) -> str:
+        """What to say about a file reference outside the workspace (`outside` is not None)."""
+        return (f"{what}: {self.where} is outside the workspace {Path(root).resolve()} (it resolves to "
+                f"{self.outside(root)}): onnxlens imports only the workspace's own files by path; move it "
+                "into the workspace, or install it as a package and name it `package.module:CALLABLE`")
+
     def source_file(self, root: str | Path) -> Path | None:
         """The existing source file of the referenced module, symlinks resolved; None if absent."""
         for candidate in self.candidate_files(root):

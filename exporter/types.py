@@ -39,6 +39,7 @@ CODES: dict[str, str] = {
     "graph-change": "info",
     "timeout": "error",
     "crash": "error",
+    "output": "error",
 }
 
 
@@ -147,6 +148,10 @@ class Finding(Plain):
     fixes: list[Fix] = field(default_factory=list)
     translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
     decomposition_offers: list[DecompositionOffer] = field(default_factory=list)  # `unsupported-op`: where torch has one
+    # The target's config key the finding is about ("model", "inputs", "dynamic-shapes",
+    # "custom-translations"), for a reference no line of code can be blamed for (a callable its
+    # module does not define): without a location, shown on that key's value in the config.
+    reference: str | None = None
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -397,10 +402,25 @@ class GraphChange(Plain):
 
 
 @dataclass
+class WrittenFile(Plain):
+    """A file an export wrote, as it was written (exporter/written.py): the digest of its content
+    and the identity of its inode. The result cache trusts a result only while its files are these."""
+
+    path: str
+    sha256: str
+    size: int
+    device: int
+    inode: int
+    mtime_ns: int
+    ctime_ns: int
+
+
+@dataclass
 class ExportResult(Plain):
     target: str
     status: str  # "ok" | "failed"
     onnx: str | None = None  # path of the .onnx written by this job (None when it failed)
+    onnx_data: str | None = None  # the weights' file the .onnx names (exporter/onnx_pair.py); None without weights
     graph_onnx: str | None = None  # path of the graph-only .onnx (no weights) of a weights-free model
     report: str | None = None
     exported_program: str | None = None  # path of a text dump of the torch.export program
@@ -414,6 +434,8 @@ class ExportResult(Plain):
     graph: GraphSummary | None = None  # the ONNX graph in brief, when the export built one
     model_location: Location | None = None  # where the model callable is defined
     shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
+    written: list[WrittenFile] = field(default_factory=list)  # the model's files as the save wrote them
+    export_id: str = ""  # this export's own id, also written in its report (which must describe it)
     cached: bool = False  # set by the server when the result came from the cache
 
     def to_dict(self) -> dict[str, Any]:
@@ -427,6 +449,7 @@ class ExportResult(Plain):
         result = _from_dict(cls, data)
         result.findings = [Finding.from_dict(f) if isinstance(f, dict) else f for f in result.findings]
         result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
+        result.written = [WrittenFile.from_dict(w) if isinstance(w, dict) else w for w in result.written]
         if isinstance(result.model_location, dict):
             result.model_location = Location.from_dict(result.model_location)
         if isinstance(result.shapes_proposal, dict):
@@ -445,6 +468,26 @@ class ExportResult(Plain):
         server and the CLI show a finding without one at the target's definition)."""
         finding = Finding(code=code, message=message, stage=stage, location=location)
         return cls(target=target, status="failed", findings=[finding])
+
+    def elsewhere(self) -> str:
+        """For a failed export whose first error is not in the model's own file (an import in
+        another module, shared with other targets; a reference in the config): that error in a
+        few words and where, ` — import failed: … No module named 'torchvision' (dino.py:9)`, for
+        the status lines that stand for the target. Empty otherwise."""
+        first = next((f for f in self.findings if f.severity == "error"), None)
+        if self.status == "ok" or first is None:
+            return ""
+        location = first.location
+        model_file = self.model_location.file if self.model_location else None
+        if location is not None and location.file == model_file:
+            return ""
+        words = next((line.strip() for line in first.message.splitlines() if line.strip()), first.code)
+        words = words if len(words) <= 90 else words[:89] + "…"
+        if location is not None:
+            where = f" ({location.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{location.line})"
+        else:
+            where = f" (the config's `{first.reference}`)" if first.reference else ""
+        return f" — {words}{where}"
 
 
 # -- verification -------------------------------------------------------------------------------
@@ -654,7 +697,7 @@ class ExportStatus(Plain):
                 " (cached)" if result.cached else "")
         else:
             problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
+            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
         described = change.describe() if change is not None else None
         if change is not None and not change.unchanged:
             summary += f"; {described}"

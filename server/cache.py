@@ -1,23 +1,36 @@
-"""The result cache: an unchanged target is not exported again.
+"""The result cache: an unchanged target is not exported again, and a forged result is never shown.
 
 One msgpack file per target, `<output-dir>/cache/<target>.msgpack`, holding the last result and
 the key it was computed under. The key is the sha256 of
 * the content of every file of the target's closure (the workspace files the last export
-  imported, plus the files its references name),
+  imported or opened, plus the files its references name),
 * the TargetSpec (every option, the output paths),
 * the versions of torch, onnx, onnxscript, onnxruntime and onnxlens in the worker's interpreter
   (read with importlib.metadata, never by importing torch), the adapter of torch's internals they
   select (exporter/torch_internals/: a forced version takes another path), and the source of
   onnxlens's own exporter package (so an edited onnxlens does not serve stale results).
 
+Trust: the cache directory lives in the workspace, where anyone who can write a file can write
+an entry. An entry is used only when
+* it is signed: an HMAC-SHA256 of the stored bytes under this user's key on this machine
+  (server/user_key.py, outside the workspace). An entry edited by hand, written by another user,
+  committed to a repository or restored on another machine is ignored (`onnxlens check
+  --trust-cache` accepts one another key signed: a cache restored in CI);
+* the files the export wrote are still those files: each recorded with its sha256 and inode
+  identity (exporter/written.py), so a "last good model" swapped by another user of a shared
+  output directory, or deleted, is exported again rather than reported as this result.
+An ignored entry is a miss: the target is exported again and the entry replaced.
+
 A result whose closure is unknown (the export died before importing anything) is not cached.
-Timeouts and crashes are not cached either: they can depend on the machine's load. A corrupt or
-foreign cache file is a miss and is overwritten by the next export; the cache never fails a job.
+Timeouts, crashes and failures to write the output are not cached either: they depend on the
+machine (its load, its disk). A corrupt or foreign cache file is a miss and is overwritten by
+the next export; the cache never fails a job.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import os
@@ -32,12 +45,14 @@ from onnxlens.exporter.atomic import write_bytes
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.torch_internals import adapter_in
 from onnxlens.exporter.versions import exporter_source_digest, interpreter_versions
+from onnxlens.exporter.written import changed
+from onnxlens.server.user_key import KeyRefused, user_key
 
 log = logging.getLogger("onnxlens.cache")
 
 CACHE_FORMAT = "onnxlens-result-cache"
-CACHE_VERSION = 1
-UNCACHEABLE_CODES = {"timeout", "crash"}
+CACHE_VERSION = 2
+UNCACHEABLE_CODES = {"timeout", "crash", "output"}
 MTIME_SLACK_NS = 20_000_000
 
 
@@ -62,10 +77,12 @@ def referenced_files(spec: TargetSpec) -> set[str]:
 
 
 class ResultCache:
-    def __init__(self, python: str, env: Mapping[str, str] | None = None) -> None:
-        """`python`, `env`: the worker's interpreter and environment (None: ours)."""
+    def __init__(self, python: str, env: Mapping[str, str] | None = None, *, trust_foreign: bool = False) -> None:
+        """`python`, `env`: the worker's interpreter and environment (None: ours).
+        `trust_foreign`: use entries signed with another key too (`onnxlens check --trust-cache`)."""
         self.python = python
         self.env = env
+        self.trust_foreign = trust_foreign
 
     @cached_property
     def versions(self) -> dict[str, Any]:
@@ -74,6 +91,15 @@ class ResultCache:
         versions["torch-adapter"] = adapter_in(versions.get("torch"), self.env)
         versions["onnxlens-exporter-source"] = exporter_source_digest()
         return versions
+
+    @cached_property
+    def signing_key(self) -> bytes | None:
+        """This user's key (server/user_key.py); None: the cache is off, and the log says why."""
+        try:
+            return user_key()
+        except KeyRefused as error:
+            log.warning("result cache off: %s", error)
+            return None
 
     def key(self, spec: TargetSpec, files: list[str]) -> str | None:
         """The cache key, or None if a file of the closure cannot be read."""
@@ -88,14 +114,34 @@ class ResultCache:
             digest.update(path.encode() + b"\0" + hashlib.sha256(content).digest())
         return digest.hexdigest()
 
+    def _signature(self, payload: bytes) -> bytes | None:
+        key = self.signing_key
+        return hmac.new(key, payload, hashlib.sha256).digest() if key is not None else None
+
+    def _trusted(self, path: Path) -> dict[str, Any] | None:
+        """The stored payload ({key, files, result}) of the entry at `path` if it is trusted
+        (signed here, or another key's with trust_foreign), else None. Raises for a missing or
+        damaged file."""
+        entry = msgpack.unpackb(path.read_bytes(), raw=False)
+        if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+            return None
+        payload, signature = entry["payload"], entry["signature"]
+        expected = self._signature(payload)
+        signed_here = expected is not None and hmac.compare_digest(expected, signature)
+        if not signed_here and not self.trust_foreign:
+            if expected is not None:
+                log.info("ignoring %s: not written by onnxlens for this user on this machine", path)
+            return None
+        return msgpack.unpackb(payload, raw=False)
+
     def load(self, spec: TargetSpec) -> ExportResult | None:
-        """The cached result if it is still valid for the files as they are now, else None."""
+        """The cached result if it is trusted and still valid for the files as they are now, else None."""
         path = cache_file(spec)
         try:
-            entry = msgpack.unpackb(path.read_bytes(), raw=False)
-            if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+            stored = self._trusted(path)
+            if stored is None:
                 return None
-            files, stored_key, data = entry["files"], entry["key"], entry["result"]
+            files, stored_key, data = stored["files"], stored["key"], stored["result"]
             if not files or self.key(spec, files) != stored_key:
                 return None
             result = ExportResult.from_dict(data)
@@ -104,11 +150,20 @@ class ResultCache:
         except Exception as error:  # noqa: BLE001 - any damage to the file is just a miss
             log.info("ignoring unreadable cache file %s: %s", path, error)
             return None
-        written = result.onnx or result.graph_onnx  # a weights-free model writes its graph only
-        if result.status == "ok" and not (written and os.path.isfile(written)):
-            return None  # the .onnx was deleted: export again
+        if not _written_files_intact(result, path):
+            return None
         result.cached = True
         return result
+
+    def stored_files(self, spec: TargetSpec) -> list[str] | None:
+        """The files the target's trusted cached result depended on when it was stored, whether
+        or not they changed since (None: no trusted, readable entry): which targets a changed file
+        reaches (server/reach.py)."""
+        try:
+            stored = self._trusted(cache_file(spec))
+            return [str(path) for path in stored["files"]] if stored is not None else None
+        except Exception:  # noqa: BLE001 - a missing or damaged entry: the closure is unknown
+            return None
 
     def store(self, spec: TargetSpec, result: ExportResult, *, job_started_ns: int) -> bool:
         """Remember `result` for the files as they are now. Returns whether it was stored.
@@ -131,13 +186,32 @@ class ResultCache:
             return False
         data = result.to_dict()
         data["cached"] = False
-        entry = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "key": key, "files": files,
-                 "result": data}
+        payload = msgpack.packb({"key": key, "files": files, "result": data}, use_bin_type=True, default=str)
+        signature = self._signature(payload)
+        if signature is None:
+            return False
+        entry = {"format": CACHE_FORMAT, "version": CACHE_VERSION, "payload": payload, "signature": signature}
         path = cache_file(spec)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_bytes(path, msgpack.packb(entry, use_bin_type=True, default=str))
+            write_bytes(path, msgpack.packb(entry, use_bin_type=True))
         except OSError as error:
             log.warning("could not write cache file %s: %s", path, error)
             return False
         return True
+
+
+def _written_files_intact(result: ExportResult, entry: Path) -> bool:
+    """Every file the export wrote is still the file it wrote (exporter/written.py); a result
+    that says a model was written names it among them."""
+    model = result.onnx or result.graph_onnx  # a weights-free model writes its graph only
+    if result.status == "ok" and model not in {file.path for file in result.written}:
+        return False
+    for file in result.written:
+        problem = changed(file)
+        if problem is not None:
+            log.warning("%s changed since onnxlens wrote it (%s): not using the cached result %s, exporting again",
+                        file.path, problem, entry)
+            return False
+    return True
+

@@ -155,13 +155,20 @@ class Worker:
         await asyncio.shield(self._ready)
 
     async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
-                  previous: ExportedGraph | None = None) -> dict[str, Any]:
+                  previous: ExportedGraph | None = None, exited: asyncio.Future | None = None) -> dict[str, Any]:
         """Run one job; returns the zygote's `result` message. Cancelling kills the child.
-        `previous`: the target's previous export's graph (its report says what changed)."""
+
+        `previous`: the target's previous export's graph (its report says what changed).
+        `exited`, when given, gets the job's `exited` frame (CPU seconds, peak memory) once its
+        process is gone, or None when the zygote died first (after the result, a child may still
+        be writing its report).
+        """
         if not self.alive:
             raise WorkerDied(self._end or "the export worker is not running")
         job_id = next(self._ids)
         job = _Job(on_event=on_event)
+        if exited is not None:
+            job.exited.add_done_callback(lambda done: exited.done() or exited.set_result(done.result()))
         self._jobs[job_id] = job
         try:
             message = {"type": "job", "id": job_id, "spec": spec.to_dict(), "options": {"threads": threads}}
@@ -317,7 +324,7 @@ class Worker:
             self.recent_exits.append(message)
             self.exit_count += 1
             if not job.exited.done():
-                job.exited.set_result(message.get("status"))
+                job.exited.set_result(message)
             if job.result.done():
                 self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
             self._stop_when_idle()

@@ -31,6 +31,7 @@ import onnxlens.exporter.pipeline.capture as capture
 import onnxlens.exporter.pipeline.check as check
 import onnxlens.exporter.pipeline.decompose as decompose
 import onnxlens.exporter.pipeline.load as load
+import onnxlens.exporter.pipeline.opened_files as opened_files
 import onnxlens.exporter.pipeline.optimize as optimize
 import onnxlens.exporter.pipeline.public_export as public_export
 import onnxlens.exporter.pipeline.save as save
@@ -129,10 +130,12 @@ class Pipeline:
         if internals.FULL:  # the public path cannot reach the counter: its files may differ in those names
             _counters_as_in_a_fresh_process()
         job = Job(spec, self.tables, on_event)
+        opened: set[str] = set()
         try:
-            for stage in STAGES_RUN:
-                with job.running(stage.name, settles=stage.settles), _onnx_exporting(stage.exporting):
-                    stage.run(job)
+            with opened_files.recording(job.workspace) as opened:
+                for stage in STAGES_RUN:
+                    with job.running(stage.name, settles=stage.settles), _onnx_exporting(stage.exporting):
+                        stage.run(job)
         except Stop:
             pass
         except BaseException as error:  # noqa: BLE001 - our own bugs become findings, never tracebacks
@@ -142,8 +145,10 @@ class Pipeline:
             job.result.findings.append(internal_finding(job, error))
         finally:
             result = job.result
-            if job.loader is not None:
-                result.closure = job.loader.closure()
+            # What the target imported, and what its code opened (a JSON config): a change to
+            # either must re-export it.
+            imported = job.loader.closure() if job.loader is not None else []
+            result.closure = sorted(set(imported) | opened)
             if job.weights_free is not None:
                 _note_weights_free(job)
             if not internals.FULL:

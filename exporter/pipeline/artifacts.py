@@ -6,7 +6,8 @@ Neither is needed for the editor's diagnostics, and both print whole programs (`
 (`Pipeline.export`, then `write`); in-process callers get them written before `Pipeline.run`
 returns. Their paths are fixed per target (`plan`), so the result names them before they exist;
 each is replaced atomically, so a reader sees the previous version or the new one, never half
-a file.
+a file. A report that cannot be written leaves no earlier export's report behind: the report on
+disk describes this export (its export id, which the server checks before opening it) or none.
 """
 
 from __future__ import annotations
@@ -50,3 +51,12 @@ def write(job: Job, previous: ExportedGraph | None = None) -> None:
     except Exception as error:  # noqa: BLE001 - the report is secondary to the findings
         job.result.report = None
         job.log(f"could not write the export report: {type(error).__name__}: {error}")
+        # The previous export's report would describe another export as this one (an "ok"
+        # after a failed save on a full disk): it goes. Where it cannot (a read-only disk), the
+        # server sees that its export id is not this export's and will not open it.
+        try:
+            os.remove(job.spec.report)
+        except FileNotFoundError:
+            pass
+        except OSError as removal:
+            job.log(f"could not remove the previous export's report {job.spec.report}: {removal}")

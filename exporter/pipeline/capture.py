@@ -3,24 +3,31 @@
 We run the stock exporter's own capture strategies (non-strict, then strict) ourselves instead
 of through `_core.export`, which keeps only the first error: both errors are useful, they often
 blame different lines (non-strict runs Python: it fails at the first data-dependent value;
-strict (dynamo) names the data-dependent branch). When a failure is data-dependent we also run
-`torch.export.draft_export`, which reports every data-dependent problem in one pass. Its program
-silently bakes in the branch the example input took: it is only read for its report, never
-exported. While capture traces, ops that certainly have no translation are reported at once as
-preliminary findings of the scan (traced_ops.py).
+strict (dynamo) names the data-dependent branch). Where torch stops at the first of several
+problems (a data-dependent value, an op without a fake kernel) we also run
+`torch.export.draft_export`, which carries on past them and reports every one: those past the
+first are findings of their own, marked so. Its program silently bakes in the branch the example
+input took: it is only read for its report, never exported. A higher-order op's body dynamo
+rejects as a whole is placed in the body (hop_bodies.py), a dynamic-shapes declaration the code
+contradicts on the line that does (dynamic_dims.py), inputs or dynamic shapes that do not fit the
+model on the factory's `return` that built them (input_mistakes.py). While capture traces, ops that certainly
+have no translation are reported at once as preliminary findings of the scan (traced_ops.py).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_traceback, from_user_stack,
-                                         is_user_code, locate)
+from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_stack_trace, from_traceback,
+                                         from_user_stack, is_user_code, locate)
+import onnxlens.exporter.pipeline.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.hop_bodies import body_failure
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
@@ -69,7 +76,7 @@ def run(job: Job) -> None:
     target = job.target
     # Helper frames first: the ops checked while traced are located with them.
     with helper_frames_kept(job.workspace) as kept, ops_checked_while_traced(job), \
-            internals.specializations_recorded() as job.specializations, \
+            internals.shape_facts_recorded() as job.shape_facts, \
             internals.traced_tensors_stored() as job.stored_tensors:
         captured = capture(target.model, target.args, target.kwargs, target.dynamic_shapes, job.log)
     if captured.program is not None:
@@ -79,6 +86,10 @@ def run(job: Job) -> None:
         check_dynamic_dims(job)
         return
     job.error = captured.attempts[0].error if captured.attempts else None
+    errors = [attempt.error for attempt in captured.attempts]
+    mistake = input_mistakes.finding(job, errors)
+    if mistake is not None:
+        job.fail([mistake])
     unflattenable = outputs.unflattenable_type([attempt.error for attempt in captured.attempts])
     # Only when no strategy found a line of the user's code (strict may name the user's return).
     if unflattenable is not None and not any(locate(user_frames(attempt.error, job.workspace), job.workspace).location
@@ -87,7 +98,8 @@ def run(job: Job) -> None:
         if explained is not None:
             job.fail([explained])
     draft = []
-    if any(is_data_dependent(a.error) for a in captured.attempts):
+    # The failures draft_export carries on past (the first is torch's; it reports the next ones too).
+    if any(is_data_dependent(a.error) or misses_fake_kernel(a.error) for a in captured.attempts):
         try:
             draft = draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
         except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
@@ -116,6 +128,10 @@ def is_data_dependent(error: BaseException) -> bool:
     return False
 
 
+def misses_fake_kernel(error: BaseException) -> bool:
+    return any(internals.is_missing_fake_kernel(item) for item in exception_chain(error))
+
+
 def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[tuple[str, str, list[Frame]]]:
     """(failure type, description, frames outermost first) for each problem draft_export saw."""
     failures, files = internals.draft_export_failures(model, args, kwargs, dynamic_shapes)
@@ -124,7 +140,8 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
         kind, data = failure.kind, failure.data
         if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             continue
-        frames = from_user_stack(data.get("user_stack"), files)
+        frames = from_user_stack(data.get("user_stack"), files) or (
+            from_stack_trace(failure.node_traces[0]) if failure.node_traces else [])
         if kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
                            f"{data.get('result')}): torch.export cannot decide it for every input")
@@ -136,10 +153,14 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
 
 def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback: Location | None,
                          draft: list[tuple[str, str, list[Frame]]]) -> list[Finding]:
-    """One finding per distinct user line among all strategies' errors and draft_export's report.
+    """One finding per distinct user line among all strategies' errors, then one per problem
+    draft_export saw past them.
 
     An error without any user line (shown at the model's definition) is only its own finding
     when no other strategy located the problem; otherwise it becomes a note of the located one.
+    A problem of draft_export's report is new when the innermost line of its chain is no line
+    of the findings so far (two data-dependent lines of one library function share the user's
+    call): its own finding, on the user's line with that chain, marked as found past the first.
     """
     findings: dict[tuple, Finding] = {}
     unlocated: list[tuple[Attempt, Finding]] = []
@@ -159,17 +180,30 @@ def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback
             first.message += f"\n(torch.export {attempt.strategy} mode also failed: {_headline(attempt.error)})"
         else:
             findings.setdefault(_key(finding), finding)
+    found = list(findings.values())
+    covered = {place for finding in found for place in _lines(finding)}
     for kind, description, frames in draft:
-        place = locate(frames, workspace)
-        if place.location is None:
+        visible = [frame for frame in frames if classify(frame.file, workspace) is not Origin.INTERNAL]
+        innermost = (os.path.realpath(visible[-1].file), visible[-1].line) if visible else None
+        if innermost is None or innermost in covered:
             continue
-        finding = Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
-                          source_line=place.source_line, docs_url=EXPORTDB_URL,
-                          message=f"torch.export (draft_export): {description}")
-        key = _key(finding)
-        if key not in findings:
-            findings[key] = finding
-    return list(findings.values())
+        covered.add(innermost)
+        place = locate(frames, workspace)
+        message = f"found past the first failure by torch.export.draft_export: {description}"
+        if place.at_fallback(fallback):
+            message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
+        if place.location is not None:
+            found.append(Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
+                                 source_line=place.source_line, docs_url=EXPORTDB_URL, message=message))
+    return found
+
+
+def _lines(finding: Finding) -> set[tuple[str, int]]:
+    """The lines a finding names: its primary location and its related ones."""
+    lines = {(os.path.realpath(related.file), related.line) for related in finding.related}
+    if finding.location is not None:
+        lines.add((os.path.realpath(finding.location.file), finding.location.line))
+    return lines
 
 
 def _key(finding: Finding) -> tuple:
@@ -180,9 +214,13 @@ def _key(finding: Finding) -> tuple:
 def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
     """The finding for one strategy's error, and whether it found a user line."""
     error = attempt.error
-    place = locate(user_frames(error, workspace), workspace)
+    frames = user_frames(error, workspace)
+    body = body_failure(error, frames, workspace)
+    place = locate(body.frames if body else frames, workspace)
     located = place.location is not None
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
+    if body is not None:
+        message += f"\n({body.note})"
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL
@@ -202,12 +240,13 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
 def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
     """The call chain of the failure, outermost first, from the best source available."""
     for item in exception_chain(error):
-        # dynamo knows the user's stack when tracing (strict mode).
+        # dynamo knows the user's stack when tracing (strict mode; a torch.cond / loop body in
+        # non-strict mode, whose callers up to the op's call are Python's own).
         real_stack = getattr(item, "real_stack", None)
         if real_stack:
             frames = from_traceback(real_stack)
             if any(is_user_code(f.file, workspace) for f in frames):
-                return frames
+                return _python_callers(error, frames, workspace) + frames
         summary = getattr(item, "innermost_user_frame_summary", None)
         if summary is not None and is_user_code(getattr(summary, "filename", None), workspace):
             return from_traceback([summary])
@@ -225,6 +264,17 @@ def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:
         frames = from_traceback(item)
         if any(classify(f.file, workspace) is Origin.LIBRARY for f in frames):
             return frames
+    return []
+
+
+def _python_callers(error: BaseException, traced: list[Frame], workspace: Workspace) -> list[Frame]:
+    """The frames of the model's code that Python ran around what dynamo traced (in non-strict
+    capture, the calls down to a higher-order op whose body dynamo traced); none in strict."""
+    seen = {(frame.file, frame.line) for frame in traced}
+    for item in exception_chain(error):
+        frames = from_traceback(item)
+        if any(classify(frame.file, workspace) is not Origin.INTERNAL for frame in frames):
+            return [frame for frame in frames if (frame.file, frame.line) not in seen]
     return []
 
 

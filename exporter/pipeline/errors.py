@@ -27,7 +27,7 @@ from onnxlens.exporter.types import Finding, Related
 STAGE_CODES = {
     "load": "setup", "capture": "torch-export", "decompose": "decomposition", "scan": "translation",
     "translate": "translation", "optimize": "translation", "check": "onnx-checker", "verify": "translation",
-    "save": "translation",
+    "save": "output",
 }
 
 

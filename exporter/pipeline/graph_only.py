@@ -30,6 +30,7 @@ import onnx
 import onnx_ir as ir
 
 from onnxlens.exporter import atomic
+from onnxlens.exporter.types import WrittenFile
 from onnxlens.exporter.pipeline.weights import has_no_data
 
 # ir.save's `size_threshold_bytes`: the stock save keeps tensors up to this size in the .onnx.
@@ -101,6 +102,6 @@ def checkable(proto: onnx.ModelProto) -> onnx.ModelProto:
     return checked
 
 
-def save(proto: onnx.ModelProto, destination: str) -> str:
-    """The graph-only model written atomically to `destination`; its absolute path."""
-    return atomic.write_bytes(destination, proto.SerializeToString())
+def save(proto: onnx.ModelProto, destination: str) -> WrittenFile:
+    """The graph-only model written atomically to `destination`, as written."""
+    return atomic.write_recorded(destination, proto.SerializeToString())

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import onnx_ir as ir
 
-from onnxlens.exporter.pipeline.dynamic_dims import specialized_dims
+from onnxlens.exporter.pipeline.dynamic_dims import conflicts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import FixedAxis, GraphSummary, GraphValue, Location
 
@@ -35,11 +35,22 @@ def summarize(job: Job, model: ir.Model, line_of: LineOf) -> GraphSummary:
         initializer_bytes=sum(value_bytes(value) for value in model.graph.initializers.values()),
         inputs=[graph_value(value, output=False) for value in model.graph.inputs],
         outputs=[graph_value(value, output=True) for value in model.graph.outputs],
-        fixed_axes=[FixedAxis(input=dim.input, dim=dim.dim, size=dim.value, location=dim.place.location)
-                    for dim in (specialized_dims(job) if job.specializations else [])
-                    if dim.place.location is not None and not dim.in_library],
+        fixed_axes=fixed_axes(job),
         shapes_location=job.shapes_location,
     )
+
+
+def fixed_axes(job: Job) -> list[FixedAxis]:
+    """The input dimensions declared dynamic that the code fixed to one size, each on the user's
+    line that did (dynamic_dims.conflicts); an ONNX input carries the name of a top-level input."""
+    if job.shape_facts is None:
+        return []
+    return [FixedAxis(input=conflict.size.path[0], dim=conflict.size.dim, size=conflict.fixed_to,
+                      location=conflict.place.location)
+            for conflict in conflicts(job, went_on=True)
+            if conflict.fixed_to is not None and conflict.size.dim is not None and len(conflict.size.path) == 1
+            and isinstance(conflict.size.path[0], str) and conflict.place.location is not None
+            and not conflict.in_library]
 
 
 def value_bytes(value: ir.Value) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
@@ -54,9 +55,10 @@ class Job:
     custom_key: tuple[str, ...] = ()  # which ops the custom translations cover (tables.custom_table_key)
     opset: int = 0
     raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes
+    raw_inputs: Any = None  # as the inputs factory returned them, before they became args and kwargs
     need_axis_mapping: bool = False
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
-    specializations: list[Any] = field(default_factory=list)  # sizes capture fixed (internals.Specialization)
+    shape_facts: Any = None  # what capture learnt about the input sizes, with stacks (internals.ShapeFacts)
     stored_tensors: list[Any] = field(default_factory=list)  # trace values stored in module state (internals.StoredTensor)
     weights_free: WeightsFree | None = None  # the model's weights have no data (weights.py)
     # capture
@@ -72,7 +74,7 @@ class Job:
     reported: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.result = ExportResult(target=self.spec.name, status="failed")
+        self.result = ExportResult(target=self.spec.name, status="failed", export_id=uuid.uuid4().hex)
         self.workspace = Workspace.of(self.spec)
 
     @property

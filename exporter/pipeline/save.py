@@ -1,76 +1,230 @@
-"""The save stage: the .onnx (and its .onnx.data) written atomically, only when nothing failed.
+"""The save stage: the .onnx and its weights committed in one rename, only when nothing failed.
 
-The .onnx is saved exactly as `torch.onnx.export(..., f=path, dynamo=True)` saves it (weights in
-`<name>.onnx.data` next to it), so the files are byte-identical to the public API's. The
-external data file's name is written into the model, so the model is saved under its final
-name in a private staging directory next to the destination (the rules of exporter/atomic.py:
-`.<name>.*.tmp`, leftovers of killed writers removed), then each file is renamed into place (the
-data file first: the new .onnx never points at old weights). A failed export touches nothing,
-so the last good .onnx survives. The files get the mode a plain `open()` gives them
-(atomic.FILE_MODE: 0644 under the usual umask), as the public API's do.
+The model is saved exactly as `torch.onnx.export(..., f=path, dynamo=True)` saves it, in a
+private staging directory next to the destination (the rules of exporter/atomic.py:
+`.<name>.*.tmp`), and then committed:
+
+1. the weights, `<name>.onnx.data` as torch wrote them, are renamed to their content's name
+   beside the old pair (`<name>.onnx.<sha256[:16]>.data`, onnx_pair.py), which nothing names yet;
+2. the graph, its external-data locations naming that file, is renamed over the .onnx: the
+   commit, one rename;
+3. only then the data files of earlier saves (and the stock-named `<name>.onnx.data`) go, with
+   whatever killed saves left behind.
+
+Invariant: a process killed at any instant of a save leaves a .onnx that is either the old pair
+(its graph and the weights it names, untouched) or the new one; never the old graph beside the
+new weights, which onnxruntime would run with wrong numbers (tests/exporter/test_save_kills.py
+kills a real save at each of its file-system syscalls). Two processes saving the same output
+(the editor and `onnxlens check`) take turns (a lock on the output directory), so the cleanup
+of one never removes the data the other committed. Kills, not power loss: nothing is fsync-ed.
+
+The bytes are the public API's but for the data file's name in the graph
+(onnx_pair.public_api_difference). A failed export touches nothing, so the last good .onnx
+survives. The files get the mode a plain `open()` gives them, as the public API's do. The result
+records each file as written (`written`, exporter/written.py), for the cache to check.
 
 A weights-free model (weights.py) has no weights to save: its graph-only model (built by the
 check stage, graph_only.py) goes to `<name>.graph.onnx` next to the output, and the output with
-its .onnx.data, the last good model with weights, is left as it is. A later save with weights
-removes the graph-only file (it would describe an older model).
+its data, the last good model with weights, is left as it is. A later save with weights removes
+the graph-only file (it would describe an older model).
 
 The target's `source-paths` setting decides how the saved stack traces name source files
 (source_paths.py: as the public API, relative, or none, with a sidecar of the originals).
+
+An operating-system error while writing (a full disk, an output path that is a directory, no
+permission) is an `output` finding naming the path and the error, not a bug of ours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import shutil
 import tempfile
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
-from onnxlens.exporter import atomic
+import onnx
+
+from onnxlens.exporter import atomic, onnx_pair, written
 import onnxlens.exporter.pipeline.graph_only as graph_only
 import onnxlens.exporter.pipeline.source_paths as source_paths
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.types import Finding, WrittenFile
+
+
+@dataclass
+class SavedModel:
+    onnx: str
+    data: str | None  # the data file the .onnx names; None for a model without external weights
+    written: list[WrittenFile] = field(default_factory=list)
 
 
 def run(job: Job) -> None:
     if any(f.severity == "error" for f in job.result.findings):
         return
     spec = job.spec
+    result = job.result
     if job.weights_free is not None:
         entries = source_paths.apply_to_proto(job.graph_only, spec.source_paths, spec.root)
-        job.result.graph_onnx = graph_only.save(job.graph_only, spec.graph_output)
-        source_paths.write_sidecar(spec.graph_output, spec.source_paths, spec.root, entries)
-        job.result.status = "ok"
+        try:
+            graph = graph_only.save(job.graph_only, spec.graph_output)
+        except OSError as error:
+            job.fail([output_finding(spec.graph_output, error)])
+        result.graph_onnx, result.written = graph.path, [graph]
+        result.status = "ok"
+        _write_sidecar(job, spec.graph_output, entries)
         return
     with source_paths.applied(job.onnx_program.model, spec.source_paths, spec.root) as entries:
-        save_onnx(job.onnx_program, spec.output)
-    source_paths.write_sidecar(spec.output, spec.source_paths, spec.root, entries)
-    job.result.onnx = spec.output
-    job.result.status = "ok"
+        try:
+            saved = save_onnx(job.onnx_program, spec.output)
+        except OSError as error:
+            job.fail([output_finding(spec.output, error)])
+    result.onnx, result.onnx_data, result.written = saved.onnx, saved.data, saved.written
+    result.status = "ok"
+    _write_sidecar(job, spec.output, entries)
     # An earlier weights-free export's graph-only file describes a model that is gone: the
     # .onnx now holds this one's graph.
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(job.spec.graph_output)
-
-
-def save_onnx(onnx_program: Any, destination: str) -> list[str]:
-    """Save like the public API (external data) atomically; returns the files written."""
-    directory = os.path.dirname(os.path.abspath(destination)) or "."
-    os.makedirs(directory, exist_ok=True)
-    name = os.path.basename(destination)
-    staging = tempfile.mkdtemp(prefix=atomic.staging_prefix(name), suffix=".tmp", dir=directory)
     try:
-        onnx_program.save(os.path.join(staging, name), include_initializers=True,
-                          keep_initializers_as_inputs=False, external_data=True)
-        written = sorted(os.listdir(staging), key=lambda f: f == name)  # the .onnx last
-        for file in written:
-            os.replace(os.path.join(staging, file), os.path.join(directory, file))
-        if f"{name}.data" not in written:
-            # A model without weights has no data file: drop a stale one from an older export.
-            stale = os.path.join(directory, f"{name}.data")
-            if os.path.exists(stale):
-                os.remove(stale)
-        atomic.remove_stale_staging(directory, name, keep=staging)
-        return [os.path.join(directory, file) for file in written]
+        os.remove(spec.graph_output)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        job.log(f"could not remove {spec.graph_output}, an earlier export's graph-only model: {error}")
+
+
+def save_onnx(onnx_program: Any, destination: str) -> SavedModel:
+    """Save like the public API, the data file named by its content, and commit the pair with
+    one rename (the module's invariant)."""
+    destination = os.path.abspath(destination)
+    directory, name = os.path.split(destination)
+    os.makedirs(directory, exist_ok=True)
+    with _commit_lock(directory):
+        staging = tempfile.mkdtemp(prefix=atomic.staging_prefix(name), suffix=".tmp", dir=directory)
+        descriptors: list[int] = []
+        try:
+            staged = os.path.join(staging, name)
+            staged_data = os.path.join(staging, onnx_pair.stock_data_file_name(name))
+            onnx_program.save(staged, include_initializers=True, keep_initializers_as_inputs=False,
+                              external_data=True)
+            model = onnx.load(staged, load_external_data=False)
+            data = None
+            if _names_weights(model, name):
+                data_fd = _open(staged_data, os.O_RDONLY, descriptors)
+                data_sha256 = written.sha256_of_fd(data_fd)
+                data = os.path.join(directory, onnx_pair.data_file_name(name, data_sha256))
+                onnx_pair.relocate(model, os.path.basename(staged_data), os.path.basename(data))
+                graph_fd = _open(staged, os.O_RDWR | os.O_TRUNC, descriptors)
+                _write_all(graph_fd, model.SerializeToString())
+                # The new weights beside the old pair; nothing names them yet.
+                placed = not os.path.exists(data)  # else: the old pair's, the same bytes
+                os.replace(staged_data, data)
+            else:
+                graph_fd = _open(staged, os.O_RDONLY, descriptors)
+            graph_sha256 = written.sha256_of_fd(graph_fd)
+            try:
+                os.replace(staged, destination)  # the commit
+            except OSError:
+                if data is not None and placed:  # weights no graph will name
+                    with contextlib.suppress(OSError):
+                        os.remove(data)
+                raise
+            files = [written.recorded(destination, graph_fd, graph_sha256)]
+            if data is not None:
+                files.append(written.recorded(data, data_fd, data_sha256))
+            _remove_superseded_data(directory, name, keep=data)
+            atomic.remove_stale_staging(directory, name, keep=staging)
+            return SavedModel(onnx=destination, data=data, written=files)
+        finally:
+            for fd in descriptors:
+                os.close(fd)
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _names_weights(model: onnx.ModelProto, name: str) -> bool:
+    """The saved graph keeps weights in the stock data file (a model without any names none;
+    torch still leaves an empty data file, which goes with the staging directory)."""
+    named = onnx_pair.locations(model)
+    stock = onnx_pair.stock_data_file_name(name)
+    if named - {stock}:
+        raise RuntimeError(f"the saved graph names {sorted(named)} for its weights, expected {stock} only")
+    return bool(named)
+
+
+def _remove_superseded_data(directory: str, name: str, keep: str | None) -> None:
+    """Every data file of `name` but the committed one: earlier saves', killed saves' and the
+    stock-named one."""
+    for entry in os.scandir(directory):
+        if entry.path != keep and onnx_pair.is_data_file_of(entry.name, name):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(entry.path)
+
+
+@contextlib.contextmanager
+def _commit_lock(directory: str) -> Iterator[None]:
+    """One save at a time in `directory` across processes (a lock on the directory itself: no
+    file of its own; the kernel releases it when a holder dies). Where the file system has no
+    such locks (some network file systems), saves go on unlocked."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        os.close(fd)
+
+
+def _open(path: str, flags: int, descriptors: list[int]) -> int:
+    fd = os.open(path, flags | os.O_CLOEXEC)
+    descriptors.append(fd)
+    return fd
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_sidecar(job: Job, onnx_path: str, entries: list[dict[str, str]]) -> None:
+    """The source-paths sidecar, after the model: a failure is a warning (the model is saved)."""
+    spec = job.spec
+    try:
+        source_paths.write_sidecar(onnx_path, spec.source_paths, spec.root, entries)
+    except OSError as error:
+        finding = output_finding(source_paths.sidecar_path(onnx_path), error)
+        finding.severity = "warning"
+        finding.message += f" (the model itself was saved: {onnx_path})"
+        job.result.findings.append(finding)
+
+
+_HINTS = {
+    errno.ENOSPC: "free space on that disk, or set `output-dir` to another one",
+    errno.EDQUOT: "the disk quota is used up: free space, or set `output-dir` to another disk",
+    errno.EISDIR: "that path is a directory: set the target's `output` to a file path",
+    errno.ENOTDIR: "a part of that path is a file, not a directory",
+    errno.EACCES: "this user may not write there: fix the permissions, or set `output-dir`",
+    errno.EPERM: "this user may not write there: fix the permissions, or set `output-dir`",
+    errno.EROFS: "the file system is read-only: set `output-dir` to a writable directory",
+}
+
+
+def _in_staging(path: str) -> bool:
+    """A path inside a staging directory (`.<name>.*.tmp`): ours, not worth naming."""
+    return any(part.startswith(".") and part.endswith(".tmp") for part in path.split(os.sep))
+
+
+def output_finding(destination: str, error: OSError) -> Finding:
+    """The `output` finding of an operating-system error while writing `destination`."""
+    reason = error.strerror or str(error)
+    code = errno.errorcode.get(error.errno or 0)
+    message = f"cannot write {destination}: {reason}" + (f" ({code})" if code else "")
+    named = os.path.abspath(os.fsdecode(error.filename)) if error.filename else None
+    if named and named != destination and not _in_staging(named):
+        message += f", at {named}"  # a directory on the way, say
+    hint = _HINTS.get(error.errno or 0)
+    if hint:
+        message += f"; {hint}"
+    return Finding(code="output", stage="save", message=message)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import linecache
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -92,6 +93,20 @@ def _section(title: str, build: Callable[[], str | None], missing: str | None = 
     return f"## {title}\n\n{body}"
 
 
+_EXPORT_ID = re.compile(r"^- Export id: `([0-9a-f]+)`$", re.MULTILINE)
+
+
+def export_id_line(export_id: str) -> str:
+    """The header line naming the export a report describes (ExportResult.export_id)."""
+    return f"- Export id: `{export_id}`"
+
+
+def export_id_of(head: str) -> str | None:
+    """The export a report describes, from its first lines (None: no such line)."""
+    match = _EXPORT_ID.search(head)
+    return match.group(1) if match else None
+
+
 # --- our sections ---------------------------------------------------------------------------
 
 
@@ -104,6 +119,7 @@ def _header(spec: TargetSpec, result: ExportResult) -> str:
         f"# onnxlens export report: `{spec.name}` — {result.status}",
         "",
         f"- Status: **{result.status}** ({counts})",
+        export_id_line(result.export_id),
         f"- Written: {now}",
         _total_time(result),
         f"- Model: `{spec.model}`, inputs: `{spec.inputs}`"
@@ -111,6 +127,8 @@ def _header(spec: TargetSpec, result: ExportResult) -> str:
         f"- ONNX file: `{_display_path(result.onnx, spec.root)}`" if result.onnx
         else "- ONNX file: none written by this export",
     ]
+    if result.onnx_data:
+        lines.append(f"- Its weights: `{_display_path(result.onnx_data, spec.root)}`")
     if result.graph_onnx:
         lines.append(f"- Graph-only ONNX file (no weights): `{_display_path(result.graph_onnx, spec.root)}`")
     if result.exported_program:
@@ -167,7 +185,8 @@ def _findings(spec: TargetSpec, result: ExportResult) -> str:
 
 def _finding(index: int, finding: Finding, root: str) -> str:
     loc = finding.location
-    where = f"{_display_path(loc.file, root)}:{loc.line}:{loc.column}" if loc else "(no source location)"
+    where = (f"{_display_path(loc.file, root)}:{loc.line}:{loc.column}" if loc
+             else f"(the config's {finding.reference} value)" if finding.reference else "(no source location)")
     lines = [f"### {index}. {finding.severity}[{finding.code}] `{where}`", "",
              _quote(finding.message), ""]
     if finding.docs_url:

@@ -57,49 +57,132 @@ def capture(strategy: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes
 
 
 @dataclass
-class Specialization:
-    """A symbolic size fixed to a number while torch.export traced: which input size it was
-    (`L['x'].size()[0]`), the number, and the Python stack at that moment (outermost first)."""
+class SizeFact:
+    """What torch.export learnt about an input size from the code while tracing: fixed to a
+    number (`value`), narrowed to a range (`lower`..`upper`, None unbounded) or tied to other
+    input sizes (`tied_to`: their sources; `expression`: what it equals), with the stack at
+    that moment, outermost first: the Python frames, then the frames dynamo was tracing
+    (`traced_from`: the index where those begin; a higher-order op's body is traced so even in
+    non-strict capture)."""
 
-    sources: list[str]
-    value: int
+    sources: list[str]  # the input sizes the symbol stands for: `L['x'].size()[0]`, `L['n']`
     stack: list[Any]  # traceback.FrameSummary
+    traced_from: int
+    value: int | None = None
+    lower: int | None = None
+    upper: int | None = None
+    tied_to: list[str] = field(default_factory=list)
+    expression: str | None = None  # what the size equals, over the sources of `tied_to`: "L['x'].size()[0] + 1"
+
+
+@dataclass
+class SuggestedFix:
+    """torch.export refused the dynamic shapes (a constraint violation) and the stock exporter
+    captured again with the fixes torch suggested: its message, the shapes before and after."""
+
+    message: str
+    declared: Any
+    refined: Any
+
+
+@dataclass
+class ShapeFacts:
+    """What capture learnt about the dynamic shapes: size facts in the order torch learnt
+    them, and the suggested fixes the stock exporter applied."""
+
+    facts: list[SizeFact] = field(default_factory=list)
+    fixes: list[SuggestedFix] = field(default_factory=list)
 
 
 @contextlib.contextmanager
-def specializations_recorded() -> Iterator[list[Specialization]]:
-    """Every size specialization made while the block runs, with the Python stack.
+def shape_facts_recorded() -> Iterator[ShapeFacts]:
+    """Every size fact torch's shape environment learns while the block runs, with the stack, and
+    every suggested fix the stock capture strategies apply.
 
-    torch's shape environment notes where a symbol was replaced by a number
-    (`replacements_slocs`), but in non-strict capture only torch's own frame (the user's frame
-    comes from dynamo's tracing context, which non-strict capture has none of): the stack here
-    has the user's lines. An optional piece: a torch without `ShapeEnv._set_replacement` records
-    nothing, and the warnings stay on the dynamic-shapes factory."""
+    The shape environment notes where a symbol was replaced or its range narrowed
+    (`replacements_slocs`, `var_to_range_sloc`), but in non-strict capture only torch's own
+    frame (the user's frame comes from dynamo's tracing context, which non-strict capture has
+    none of): the stack here has the user's lines. Each hook reads the shape environment's
+    dicts and the frames and nothing else (it may run while the tracer holds fresh unbacked
+    symbols), and hands torch's own call its arguments and its result or exception unchanged.
+    Optional pieces: a torch without `ShapeEnv._set_replacement`, `_update_var_to_range` or
+    `refine_dynamic_shapes_from_suggested_fixes` records nothing of that kind, and the findings
+    stay on the dynamic-shapes factory."""
     import traceback
 
+    import sympy
+    from torch._guards import TracingContext
+    from torch.export import dynamic_shapes
     from torch.fx.experimental import symbolic_shapes
 
-    recorded: list[Specialization] = []
-    stock = symbolic_shapes.ShapeEnv.__dict__.get("_set_replacement")
-    if stock is None:
-        yield recorded
-        return
+    recorded = ShapeFacts()
+    # The frames above the block (its caller's and theirs) are no part of any fact's story.
+    outside = len(traceback.extract_stack()) - 2  # without contextlib's __enter__ and this frame
+    shape_env = symbolic_shapes.ShapeEnv
+    stock_replacement = shape_env.__dict__.get("_set_replacement")
+    stock_range = shape_env.__dict__.get("_update_var_to_range")
+    stock_refine = getattr(dynamic_shapes, "refine_dynamic_shapes_from_suggested_fixes", None)
 
-    def recording(shape_env: Any, symbol: Any, target: Any, *args: Any, **kwargs: Any) -> None:
+    def sources(env: Any, symbol: Any) -> list[str]:
+        return [source.name() if callable(source.name) else source.name
+                for source in env.var_to_sources.get(symbol, [])]
+
+    def fact(env: Any, symbol: Any, **known: Any) -> None:
+        named = sources(env, symbol)
+        if not named:  # torch's own symbols (unbacked sizes, intermediate values): no input
+            return
+        python = traceback.extract_stack()[outside:-2]  # from the block's caller, without this hook's frames
+        traced = list(TracingContext.extract_stack())
+        recorded.facts.append(SizeFact(named, python + traced, len(python), **known))
+
+    def replacement(env: Any, symbol: Any, target: Any, *args: Any, **kwargs: Any) -> None:
         try:
-            if getattr(target, "is_Integer", False) and symbol not in shape_env.replacements:
-                sources = [source.name() if callable(source.name) else source.name
-                           for source in shape_env.var_to_sources.get(symbol, [])]
-                recorded.append(Specialization(sources, int(target), traceback.extract_stack()[:-1]))
+            if symbol not in env.replacements and target != symbol:
+                if getattr(target, "is_Integer", False):
+                    fact(env, symbol, value=int(target))
+                else:
+                    named = {free: sources(env, free) for free in target.free_symbols}
+                    if all(named.values()):  # input sizes only: the expression over their sources
+                        expression = target.xreplace({free: sympy.Symbol(names[0]) for free, names in named.items()})
+                        fact(env, symbol, tied_to=[names[0] for names in named.values()], expression=str(expression))
         except Exception:  # noqa: BLE001 - recording is a bonus: never in the way of the capture
             pass
-        return stock(shape_env, symbol, target, *args, **kwargs)
+        return stock_replacement(env, symbol, target, *args, **kwargs)
 
-    symbolic_shapes.ShapeEnv._set_replacement = recording
+    def narrowing(env: Any, symbol: Any, *args: Any, **kwargs: Any) -> None:
+        before = env.var_to_range.get(symbol)
+        result = stock_range(env, symbol, *args, **kwargs)
+        try:
+            after = env.var_to_range.get(symbol)
+            if before is not None and after is not None and after != before and not kwargs.get("is_constraint"):
+                fact(env, symbol, lower=_bound(after.lower), upper=_bound(after.upper))
+        except Exception:  # noqa: BLE001 - as above
+            pass
+        return result
+
+    def refine(message: Any, shapes: Any, *args: Any, **kwargs: Any) -> Any:
+        refined = stock_refine(message, shapes, *args, **kwargs)
+        recorded.fixes.append(SuggestedFix(str(message), shapes, refined))
+        return refined
+
+    patches = [(shape_env, "_set_replacement", stock_replacement, replacement),
+               (shape_env, "_update_var_to_range", stock_range, narrowing),
+               (dynamic_shapes, "refine_dynamic_shapes_from_suggested_fixes", stock_refine, refine)]
+    patches = [patch for patch in patches if patch[2] is not None]
+    for owner, name, _, hook in patches:
+        setattr(owner, name, hook)
     try:
         yield recorded
     finally:
-        symbolic_shapes.ShapeEnv._set_replacement = stock
+        for owner, name, stock, _ in patches:
+            setattr(owner, name, stock)
+
+
+def _bound(value: Any) -> int | None:
+    """A range bound as an int, None for an infinite one (torch's `int_oo` is no sympy Integer)."""
+    import sympy
+
+    return int(value) if isinstance(value, (int, sympy.Integer)) else None
 
 
 @dataclass
@@ -161,9 +244,125 @@ def is_data_dependent_guard(error: BaseException) -> bool:
 
 
 @dataclass
+class HopBodyFailure:
+    """A higher-order op's body that dynamo traced and then rejected as a whole (its output
+    aliases an input, it mutates an input): no frame of the error is in the body."""
+
+    op: str  # the higher-order op: "cond", "while_loop", "scan", "map_impl"
+    problem: str  # "aliasing" (an output is an input or a view of one) or "input mutation"
+    node_traces: list[str]  # FX stack traces of the body's nodes at fault: in-place calls first, then the nodes named
+    functions: list[tuple[str, int, str]]  # the function traced (file, first line, name), then those it wraps
+
+
+def hop_body_failure(error: BaseException) -> HopBodyFailure | None:
+    """The body behind a capture error raised by dynamo's check of a traced higher-order op body
+    (`check_aliasing_and_input_mutation`), read from the frames of the error's traceback: the
+    body's graph, what the check found, and the function dynamo traced. Reads the graph's nodes'
+    names, targets, users and stack traces only."""
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        frames = []
+        traceback_ = item.__traceback__
+        while traceback_ is not None:
+            frames.append(traceback_.tb_frame)
+            traceback_ = traceback_.tb_next
+        for index, frame in enumerate(frames):
+            if frame.f_code.co_name == "check_aliasing_and_input_mutation" and index > 0:
+                return _hop_body_failure(frame.f_locals, frames[index - 1].f_locals)
+        item = item.__cause__ or item.__context__
+    return None
+
+
+def _hop_body_failure(check: dict[str, Any], caller: dict[str, Any]) -> HopBodyFailure | None:
+    import operator
+    import re
+
+    graph = check.get("graph")
+    target = check.get("source_target")
+    aliasing, mutation = check.get("aliasing_info"), check.get("mutation_info")
+    if getattr(mutation, "has_mutation", False):
+        problem, detail = "input mutation", mutation.msg
+    elif getattr(aliasing, "has_aliasing", False):
+        problem, detail = "aliasing", aliasing.msg
+    else:
+        return None
+    nodes = {node.name: node for node in graph.nodes} if graph is not None else {}
+    named = [nodes[name] for name in re.findall(r"\w+", detail) if name in nodes]
+    at_fault = list(named)
+    if problem == "input mutation":  # the in-place calls on the input or a view of it
+        pending, seen = list(named), set()
+        while pending:
+            node = pending.pop(0)
+            if node in seen:
+                continue
+            seen.add(node)
+            if node.op in ("call_method", "call_function") and (
+                    getattr(node.target, "__name__", str(node.target)).endswith("_") or node.target is operator.setitem):
+                at_fault.insert(0, node)
+            pending.extend(node.users)
+    traces = [node.meta["stack_trace"] for node in at_fault if node.meta.get("stack_trace")]
+    return HopBodyFailure(getattr(target, "__name__", None) or str(getattr(target, "name", lambda: "")()),
+                          problem, traces, _traced_functions(caller.get("f")))
+
+
+def _traced_functions(variable: Any) -> list[tuple[str, int, str]]:
+    """The functions behind a dynamo variable, outermost first (file, first line, name): the one
+    dynamo traced, then those it calls through partials, closure cells and `__wrapped__`. torch's
+    own wrappers call the user's body that way (while_loop's flat_body_fn, scan's partial of
+    wrap_combine_fn_flat)."""
+    from torch._dynamo.variables.base import VariableTracker
+
+    found: list[tuple[str, int, str]] = []
+    pending, seen = [variable], set()
+    while pending and len(seen) < 64:
+        item = pending.pop(0)
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, VariableTracker):  # a function dynamo traced, a partial of one
+            try:
+                code = item.get_code()
+            except Exception:  # noqa: BLE001 - a partial: its function and arguments below
+                code = None
+            parts = [getattr(item, "fn", None), getattr(item, "func", None), *(getattr(item, "args", None) or ()),
+                     *(getattr(item, "keywords", None) or {}).values()]
+        elif isinstance(item, functools.partial):
+            code, parts = None, [item.func, *item.args, *item.keywords.values()]
+        elif callable(item) and hasattr(item, "__code__"):
+            code = item.__code__
+            parts = [getattr(item, "__wrapped__", None),
+                     *(cell.cell_contents for cell in (item.__closure__ or ()) if _filled(cell))]
+        else:
+            continue
+        if code is not None and (code.co_filename, code.co_firstlineno, code.co_name) not in found:
+            found.append((code.co_filename, code.co_firstlineno, code.co_name))
+        pending.extend(part for part in parts if isinstance(part, VariableTracker) or callable(part))
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def is_missing_fake_kernel(error: BaseException) -> bool:
+    """torch.export met an op it cannot run on fake tensors: a torch.library op or custom op
+    with no fake (meta) implementation."""
+    from torch._subclasses.fake_tensor import UnsupportedOperatorException
+
+    return isinstance(error, UnsupportedOperatorException) or "no fake impl registered" in str(error)
+
+
+@dataclass
 class DraftFailure:
     kind: str  # "DATA_DEPENDENT_ERROR", "GUARD_ADDED", "MISSING_FAKE_KERNEL", ...
     data: dict = field(default_factory=dict)  # "expr", "result", "op", "user_stack", ...
+    node_traces: list[str] = field(default_factory=list)  # an op's failure: the stack traces of its calls
 
 
 def draft_export_failures(model: Any, args: tuple, kwargs: dict,
@@ -174,10 +373,15 @@ def draft_export_failures(model: Any, args: tuple, kwargs: dict,
 
     program = torch.export.draft_export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
     report = getattr(program, "_report", None)
-    del program
     if report is None:
         return [], {}
-    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {})
+    # A failure of an op (a missing fake kernel) comes without a stack: its calls in the program have one.
+    calls: dict[str, list[str]] = {}
+    for node in program.graph.nodes:
+        if node.op == "call_function" and node.meta.get("stack_trace"):
+            calls.setdefault(str(node.target), []).append(node.meta["stack_trace"])
+    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {},
+                             calls.get(str((failure.data or {}).get("op")), []))
                 for failure in report.failures]
     return failures, {number: name for name, number in INTERN_TABLE.items()}
 
@@ -398,6 +602,34 @@ def dims_from_strings(dynamic_shapes: Any) -> tuple[Any, bool]:
     from torch.onnx._internal.exporter import _dynamic_shapes
 
     return _dynamic_shapes.convert_str_to_export_dim(dynamic_shapes)
+
+
+@dataclass
+class DeclaredDim:
+    """How a dynamic-shapes spec declares one size: a named `Dim` (`name`; a derived one's
+    expression, `root` the Dim it derives from) or a hint (`hint`: AUTO, DYNAMIC, STATIC), with
+    the bounds the spec gives (None: not given; a named Dim's default range gives none)."""
+
+    name: str | None = None
+    root: str | None = None
+    hint: str | None = None
+    min: int | None = None
+    max: int | None = None
+
+
+def declared_dim(value: Any) -> DeclaredDim | None:
+    """The declaration of one size in a dynamic-shapes spec; None for what declares none (None,
+    an int: static)."""
+    from torch.export.dynamic_shapes import Dim, _DerivedDim, _DimHint
+
+    if isinstance(value, _DimHint):
+        return DeclaredDim(hint=value.type.name, min=_bound(value.min) if value.min is not None else None,
+                           max=_bound(value.max) if value.max is not None else None)
+    if isinstance(value, Dim):
+        root = value.root if isinstance(value, _DerivedDim) else value
+        lower, upper = _bound(value.min), _bound(value.max)
+        return DeclaredDim(name=value.__name__, root=root.__name__, min=lower if lower else None, max=upper)
+    return None
 
 
 # --- decompose, translate, optimize ----------------------------------------------------------
@@ -724,9 +956,13 @@ PIECES = (
     "torch.export.exported_program.ExportedProgram._get_flat_args_with_check",
     "torch.export.exported_program.ExportedProgram._graph_module_flat_inputs",
     "torch.export.draft_export",
+    "torch.export.dynamic_shapes.Dim",
+    "torch.export.dynamic_shapes._DerivedDim",
+    "torch.export.dynamic_shapes._DimHint",
     "torch._subclasses.fake_impls.op_implementations_dict",
     "torch._subclasses.fake_impls._deregister_op_impl",
     "torch._subclasses.fake_tensor.is_fake",
+    "torch._subclasses.fake_tensor.UnsupportedOperatorException",
     "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode",
     "torch.fx.experimental._config.backed_size_oblivious",
     "torch._logging.structured.INTERN_TABLE",
@@ -751,13 +987,13 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "Specialization", "specializations_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
     "outside_tracing", "size_hint", "symbolic_expression",
     "build_registry", "copy_registry", "register_translation", "op_namespaces", "torchlib_op_names",
-    "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings",
+    "torchlib_ops_available", "decomposition_tables", "record_cia_override", "dims_from_strings", "DeclaredDim", "declared_dim",
     "torch_decomposition", "resolve_op", "extra_decomposition", "trace_call_on_meta", "decompose", "translate", "NodeFailure", "translation_failures", "written_arguments", "aliased_arguments", "rename_inputs", "rename_outputs", "rename_dynamic_axes",
     "is_fake", "tree_map", "leaves_with_paths", "flat_user_args", "graph_module_inputs", "to_ort_value", "from_ort_value",
     "format_exported_program", "analysis", "decomposition_comparison",

@@ -285,9 +285,10 @@ class Zygote:
         job.cancelled = True
         self._on_events(job)  # the events it sent so far: is it saving?
         if job.saving:
-            # The save renames the .onnx.data and then the .onnx; a kill between the two would
-            # pair new weights with the old graph. Saving takes milliseconds: kill when it ends
-            # (its deadline still applies).
+            # A kill during the save leaves the old pair or the new one (pipeline/save.py), but
+            # what it staged (the size of the weights) stays on disk until the target's next
+            # save. Saving takes milliseconds to seconds: kill when it ends (its deadline still
+            # applies).
             job.kill_after_save = True
         else:
             self._kill(job)

@@ -130,6 +130,10 @@ class Triggers:
         session.diagnostics.publish_config(project)
         for name in removed:
             session.forget_target(project, name)
+        for name, state in project.targets.items():
+            # A finding about a reference is shown on its value in the config: where that is now.
+            if name not in changed and state.result and any(f.reference for f in state.result.findings):
+                session.diagnostics.publish_target(project, name, announce=False)
         if session.settings.export_on_save:
             for name in changed:
                 session.scheduler.request(project, name, "configuration changed", automatic=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.exporter.types import StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
@@ -20,7 +21,7 @@ from torch import nn
 class Small(nn.Module):
     def __init__(self):
         super().__init__()
-        self.proj = nn.Linear(4, 3)
+        self.proj = nn.Linear(4, 32)  # 512 bytes of weights: saved in the data file
 
     def forward(self, x):
         return self.proj(x).relu()
@@ -85,7 +86,8 @@ def test_failed_export_keeps_the_last_good_onnx_and_leaves_no_temporary_files(wo
     first = pipeline.run(small(workspace))
     assert first.status == "ok", first.findings
     onnx_path = Path(first.onnx)
-    good = {name: (onnx_path.parent / name).read_bytes() for name in ("small.onnx", "small.onnx.data")}
+    good = {name: (onnx_path.parent / name).read_bytes() for name in ("small.onnx", Path(first.onnx_data).name)}
+    assert first.onnx_data == str(named_data_file(first.onnx))
 
     # Break the model: the same Pipeline must import the edited file, not its cached module.
     model = workspace / "model.py"
@@ -144,7 +146,7 @@ def test_the_report_and_the_program_dump_are_as_readable_as_the_onnx(workspace):
     def mode(path: str) -> int:
         return stat.S_IMODE(os.stat(path).st_mode)
 
-    assert mode(result.report) == mode(result.exported_program) == mode(result.onnx) == mode(result.onnx + ".data")
+    assert mode(result.report) == mode(result.exported_program) == mode(result.onnx) == mode(result.onnx_data)
     umask = os.umask(0)
     os.umask(umask)
     assert mode(result.onnx) == 0o666 & ~umask  # 0644 under the usual umask 022
@@ -199,7 +201,7 @@ def test_two_workspaces_with_a_package_of_the_same_name_do_not_see_each_other(tm
         write(root, "models/__init__.py", "")
         write(root, "models/sizes.py", f"WIDTH = {width}\n")
         write(root, "models/net.py", "from models.sizes import WIDTH\n"
-              + MODEL.replace("nn.Linear(4, 3)", "nn.Linear(4, WIDTH)"))
+              + MODEL.replace("nn.Linear(4, 32)", "nn.Linear(4, WIDTH)"))
     pipeline = shared_pipeline()
     runs = [pipeline.run(spec_for(root, "net", "models/net.py:build", "models/net.py:inputs"))
             for root in (first, second)]
@@ -243,3 +245,17 @@ def test_sys_exit_in_forward_is_a_finding_on_its_line(workspace):
     finding = result.findings[0]
     assert finding.location.line == line_of(workspace / "exits.py", "sys.exit(3)")
     assert "SystemExit" in finding.message and "your code raised" in finding.message
+
+
+def test_a_model_file_outside_the_workspace_is_named_as_such_not_a_missing_module(workspace, tmp_path_factory):
+    """The worker's own check (the config's is in tests/cli/test_outside_workspace.py): a spec
+    whose model file resolves outside the root — here a link made after the config was read."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    write(elsewhere, "model.py", MODEL)
+    (workspace / "linked.py").symlink_to(elsewhere / "model.py")
+    result = shared_pipeline().run(spec_for(workspace, "linked", "linked.py:build", "linked.py:inputs"))
+    [finding] = result.findings
+    assert finding.code == "import"
+    assert finding.message.startswith(f"the model reference: linked.py is outside the workspace {workspace.resolve()} "
+                                      f"(it resolves to {(elsewhere / 'model.py').resolve()})")
+    assert "ModuleNotFoundError" not in finding.message

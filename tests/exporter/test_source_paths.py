@@ -100,7 +100,7 @@ def test_absolute_is_the_default_and_names_the_workspace(absolute, workspace):
 
 def test_relative_names_no_directory_of_this_machine_and_keeps_every_line(absolute, workspace):
     result = export(workspace, "relative")
-    data = Path(result.onnx).read_bytes() + Path(result.onnx + ".data").read_bytes()
+    data = Path(result.onnx).read_bytes() + (Path(result.onnx_data).read_bytes() if result.onnx_data else b"")
     assert str(workspace).encode() not in data
     assert os.path.expanduser("~").encode() + b"/" not in data
     saved, originals = traces(result.onnx), traces(absolute.onnx)

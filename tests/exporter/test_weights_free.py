@@ -237,7 +237,7 @@ def test_the_last_model_with_weights_is_never_replaced(workspace):
     weights stay as they were; the graph-only file goes beside them."""
     first = run(workspace, "kept", "build_with_weights", "cpu_inputs")
     assert first.status == "ok" and first.onnx and first.graph_onnx is None
-    before = {path: (Path(path).read_bytes(), os.stat(path).st_mtime_ns) for path in (first.onnx, first.onnx + ".data")}
+    before = {path: (Path(path).read_bytes(), os.stat(path).st_mtime_ns) for path in (first.onnx, first.onnx_data)}
     second = run(workspace, "kept", "build", "cpu_inputs")
     assert second.status == "ok" and second.onnx is None
     assert {path: (Path(path).read_bytes(), os.stat(path).st_mtime_ns) for path in before} == before
@@ -253,7 +253,7 @@ def test_a_model_given_its_weights_again_replaces_the_graph_only_file(workspace)
     assert first.status == "ok" and os.path.exists(first.graph_onnx)
     second = run(workspace, "back", "build_with_weights", "cpu_inputs")
     assert second.status == "ok" and second.onnx and second.graph_onnx is None
-    assert os.path.exists(second.onnx) and os.path.exists(second.onnx + ".data")
+    assert os.path.exists(second.onnx) and os.path.exists(second.onnx_data)
     assert not os.path.exists(first.graph_onnx)
 
 

@@ -1,6 +1,8 @@
 """Fault matrix, output rows: the output directory stops being writable, or the disk fills up
-in the middle of writing the .onnx. The user gets an error diagnostic that says so, the
-previous .onnx is intact, no temp file is left, and once the disk is fine the next save works.
+in the middle of writing the .onnx. The user gets an `output` error naming the path and the
+operating system's error, the previous .onnx is intact, no temp file is left, the report on
+disk never passes for this export's when it is an earlier one's, and once the disk is fine the
+next save works.
 
 Simulated honestly with a real file system: the output directory is a 512 KiB tmpfs mounted for
 this module. "Disk full" = a model whose weights (1+ MiB) do not fit in it; "not writable" = the
@@ -15,6 +17,8 @@ import subprocess
 
 import pytest
 import pytest_asyncio
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcException
 
 from tests.support.faults import (
     Session,
@@ -55,6 +59,13 @@ async def session(ws):
     await session.close()
 
 
+def assert_output_finding(diagnostic, ws, error: str) -> None:
+    """An `output` error naming the model's path and the operating system's error, not a bug of ours."""
+    assert diagnostic.code == "output", diagnostic
+    assert f"cannot write {ws.out / 'net.onnx'}: {error}" in diagnostic.message
+    assert "please report" not in diagnostic.message and "Traceback" not in diagnostic.message
+
+
 async def wait_error_mentioning(session: Session, words: tuple[str, ...]):
     def match():
         for path, diags in session.all_diagnostics().items():
@@ -74,12 +85,20 @@ async def test_disk_full_during_save(session: Session, ws):
 
     _, diagnostic = await wait_error_mentioning(
         session, ("No space left on device", "disk full", "ENOSPC"))
-    assert "Traceback" not in diagnostic.message
+    assert_output_finding(diagnostic, ws, "No space left on device (ENOSPC)")
     await session.ping(ws.net)
     for artifact in onnx_before:
         artifact.assert_unchanged()
     await session.wait_idle()  # at rest: no save in flight
     assert not leftover_temp_files(ws.out), "a half-written file was left on the full disk"
+    # The staged weights went with the failed save, so the small report fits again: it is this
+    # export's, and says it failed and why.
+    report = ws.out / "reports" / "net.md"
+    text = report.read_text()
+    assert "Status: **failed**" in text and "No space left on device (ENOSPC)" in text
+    await session.workspace_execute_command_async(lsp.ExecuteCommandParams(command="onnxlens.openReport",
+                                                                           arguments=["net"]))
+    assert session.shown_documents[-1].uri == report.resolve().as_uri()
 
     await good_save_exports(session, ws)
 
@@ -93,10 +112,19 @@ async def test_output_dir_not_writable(session: Session, ws):
         session.save(ws.net, net_source(ws.next_version()))
         _, diagnostic = await wait_error_mentioning(
             session, ("Read-only file system", "not writable", "EROFS"))
-        assert "Traceback" not in diagnostic.message
+        assert_output_finding(diagnostic, ws, "Read-only file system (EROFS)")
         await session.ping(ws.net)
         for artifact in onnx_before:
             artifact.assert_unchanged()
+        # Neither this export's report nor the removal of the last one can be written: the one on
+        # disk says "ok" about an earlier export, and is not shown as this one's.
+        await session.wait_idle()
+        assert "Status: **ok**" in (ws.out / "reports" / "net.md").read_text()
+        shown = len(session.shown_documents)
+        with pytest.raises(JsonRpcException, match="describes an earlier export of net, not its latest"):
+            await session.workspace_execute_command_async(lsp.ExecuteCommandParams(
+                command="onnxlens.openReport", arguments=["net"]))
+        assert len(session.shown_documents) == shown
     finally:
         _mount("-o", "remount,rw", str(ws.out))
 

@@ -17,6 +17,7 @@ import onnx
 import pytest
 from lsprotocol import types as lsp
 
+from onnxlens.exporter.onnx_pair import named_data_file
 from tests.support.lsp import Client
 from tests.support.workspace import lsp_line, write
 
@@ -68,9 +69,9 @@ async def test_a_meta_model_saved_in_the_editor_exports_its_graph_and_keeps_the_
     try:
         client.open(net)
         await client.exports_finished("net", 1)
-        assert real.is_file() and (tmp_path / ".onnxlens" / "net.onnx.data").is_file()
-        before = {path: (path.read_bytes(), os.stat(path).st_mtime_ns)
-                  for path in (real, tmp_path / ".onnxlens" / "net.onnx.data")}
+        weights = named_data_file(real)
+        assert real.is_file() and weights.is_file()
+        before = {path: (path.read_bytes(), os.stat(path).st_mtime_ns) for path in (real, weights)}
 
         finished = (await client.stats())["per_target"]["net"]["finished"]
         client.save(net, NET.replace("ON_META = False", "ON_META = True"))

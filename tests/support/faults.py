@@ -82,8 +82,11 @@ class Artifact:
 
 
 def onnx_files(onnx: Path) -> list[Artifact]:
-    """The .onnx and its external-data file (torch saves weights in `<name>.onnx.data`)."""
-    return [Artifact.of(path) for path in (onnx, onnx.with_name(onnx.name + ".data")) if path.exists()]
+    """The .onnx and the data file it names (`<name>.onnx.<digest>.data`, pipeline/save.py)."""
+    from onnxlens.exporter.onnx_pair import named_data_file
+
+    data = named_data_file(onnx) if onnx.exists() else None
+    return [Artifact.of(path) for path in (onnx, data) if path is not None and path.exists()]
 
 
 def leftover_temp_files(directory: Path) -> list[Path]:

@@ -248,9 +248,10 @@ def inputs():
 
 
 async def test_a_job_cancelled_while_saving_finishes_its_save(service, tmp_path):
-    # The save renames the .onnx.data and then the .onnx: a kill between the two would pair new
-    # weights with the old graph. So a cancel that arrives during the save (64-128 MB of
-    # weights: it lasts long enough) lets the save finish, then the job counts as cancelled.
+    # A cancel that arrives during the save (64-128 MB of weights: it lasts long enough) lets the
+    # save finish, then the job counts as cancelled: the new pair is complete and nothing it
+    # staged is left on disk (a kill would leave the old pair whole too, tests/exporter/
+    # test_save_kills.py, but its staged weights until the next save).
     import onnx
     from onnx import numpy_helper
 
@@ -269,7 +270,7 @@ async def test_a_job_cancelled_while_saving_finishes_its_save(service, tmp_path)
     with pytest.raises(asyncio.CancelledError):
         await task
 
-    saved = onnx.load(first.onnx)  # loads the .onnx.data beside it
+    saved = onnx.load(first.onnx)  # loads the data file it names
     weights = {i.name: numpy_helper.to_array(i) for i in saved.graph.initializer if i.name.endswith("weight")}
     assert len(weights) == 4, sorted(weights)  # the new graph ...
     assert all((w == 2.0).all() for w in weights.values())  # ... with its own weights

@@ -1,0 +1,93 @@
+"""The problems behind the first one (issue 18, item 2): where torch.export stops at the first
+failure, torch.export.draft_export carries on, and each further problem it reports is a finding
+of its own, on its line, marked as found past the first failure — also when it shares the
+user's line with the first and only the library line differs.
+
+Real code: kornia's rotation check (`rotation_matrix_to_quaternion(R, check_rotation=True)` ->
+kornia/geometry/conversions.py `_check_is_rotation`, found by reading it) branches on the data
+twice: `if not bool((ortho_err <= tol).all()):` and `if bool((torch.linalg.det(work) <= 0).any()):`.
+torch stops at the first; patch it, and stock fails on the second.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.exporter.engine_support import shared_pipeline, spec_for, write
+from tests.support.workspace import line_of
+
+
+def test_a_second_data_dependent_line_in_a_library_function_is_its_own_finding(tmp_path):
+    source = write(tmp_path, "pose.py", '''
+        import torch
+        from torch import nn
+        from kornia.geometry.conversions import rotation_matrix_to_quaternion
+
+
+        class Pose(nn.Module):
+            def forward(self, rotation):
+                return rotation_matrix_to_quaternion(rotation, check_rotation=True)
+
+
+        def inputs():
+            angle = torch.tensor([0.3, 1.1])
+            c, s = torch.cos(angle), torch.sin(angle)
+            z, o = torch.zeros(2), torch.ones(2)
+            rows = [torch.stack([c, -s, z], -1), torch.stack([s, c, z], -1), torch.stack([z, z, o], -1)]
+            return (torch.stack(rows, -2),)
+    ''')
+    result = shared_pipeline().run(spec_for(tmp_path, "pose", "pose.py:Pose", "pose.py:inputs"))
+    assert result.status == "failed"
+    import kornia.geometry.conversions as conversions
+    library = Path(conversions.__file__).resolve()
+    first = line_of(library, "if not bool((ortho_err <= tol).all()):")
+    second = line_of(library, "if bool((torch.linalg.det(work) <= 0).any()):")
+    findings = [f for f in result.findings if f.code == "torch-export"]
+    assert len(findings) == 2
+    call = line_of(source, "return rotation_matrix_to_quaternion(rotation, check_rotation=True)")
+    assert [f.location.line for f in findings] == [call, call]  # the innermost line of the workspace
+    innermost = [(Path(f.related[0].file).resolve(), f.related[0].line) for f in findings]
+    assert innermost == [(library, first), (library, second)]  # the innermost library line of each
+    assert "found past the first failure" not in findings[0].message
+    assert findings[1].message.startswith("found past the first failure by torch.export.draft_export: "
+                                          "data-dependent expression")
+
+
+def test_a_second_op_without_a_fake_kernel_is_its_own_finding(tmp_path):
+    """test/export/test_draft_export.py: the ops of test_missing_meta_kernel_custom_op (a custom
+    op) and test_missing_meta_kernel_impl (a torch.library op with only a CPU kernel) in one
+    forward. torch stops at the first op it cannot run on fake tensors."""
+    source = write(tmp_path, "ops.py", '''
+        import torch
+        from torch import nn
+
+        lib = torch.library.Library("onnxlens_past_first", "FRAGMENT")
+        lib.define("foo(Tensor a, Tensor b) -> Tensor", tags=torch.Tag.pt2_compliant_tag)
+
+
+        @torch.library.impl("onnxlens_past_first::foo", "cpu", lib=lib)
+        def foo_impl(a, b):
+            return a + b
+
+
+        @torch.library.custom_op("onnxlens_past_first::foo2", mutates_args={})
+        def foo2_impl(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a + b
+
+
+        class M(nn.Module):
+            def forward(self, a, b):
+                res = torch.ops.onnxlens_past_first.foo2(a, b)
+                res = torch.ops.onnxlens_past_first.foo(res, b)
+                return res
+
+
+        def inputs():
+            return (torch.ones(3, 3), torch.ones(3, 3))
+    ''')
+    result = shared_pipeline().run(spec_for(tmp_path, "ops", "ops.py:M", "ops.py:inputs"))
+    assert result.status == "failed"
+    findings = [f for f in result.findings if f.code == "torch-export"]
+    assert [f.location.line for f in findings] == [line_of(source, "foo2(a, b)"), line_of(source, "foo(res, b)")]
+    assert findings[1].message == ("found past the first failure by torch.export.draft_export: "
+                                   "missing fake kernel: onnxlens_past_first.foo.default")
