@@ -195,6 +195,7 @@ class TargetSpec(Plain):
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
     source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/source_paths.py)
     extra_decompositions: list[str] | None = None  # ops decomposed with torch's decompositions the exporter does not apply
+    profile: bool = False  # onnxruntime's profiler on the verification run: what each line costs (InferenceCost)
 
     @property
     def graph_output(self) -> str:
@@ -432,6 +433,7 @@ class ExportResult(Plain):
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
     graph: GraphSummary | None = None  # the ONNX graph in brief, when the export built one
+    cost: InferenceCost | None = None  # what each line costs at inference, when the verification run was profiled
     model_location: Location | None = None  # where the model callable is defined
     shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
     written: list[WrittenFile] = field(default_factory=list)  # the model's files as the save wrote them
@@ -458,6 +460,8 @@ class ExportResult(Plain):
             result.verification = VerificationSummary.from_dict(result.verification)
         if isinstance(result.graph, dict):
             result.graph = GraphSummary.from_dict(result.graph)
+        if isinstance(result.cost, dict):
+            result.cost = InferenceCost.from_dict(result.cost)
         return result
 
     @classmethod
@@ -488,6 +492,72 @@ class ExportResult(Plain):
         else:
             where = f" (the config's `{first.reference}`)" if first.reference else ""
         return f" — {words}{where}"
+
+
+# -- cost per line ------------------------------------------------------------------------------
+
+@dataclass
+class LineCost(Plain):
+    """What one source line costs at inference: the time onnxruntime's kernels for its nodes took
+    in the profiled verification run (exporter/pipeline/line_costs.py)."""
+
+    file: str
+    line: int
+    code: str = ""  # the line's text as the export saw it, stripped
+    microseconds: float = 0.0
+    share: float = 0.0  # of every kernel's time in the run, 0-1
+    kernels: dict[str, int] = field(default_factory=dict)  # op type as onnxruntime ran it -> kernels
+    kernel_us: dict[str, float] = field(default_factory=dict)  # op type -> their microseconds
+
+    def describe(self) -> str:
+        """"18 % of inference (2.41 ms), 3 MatMul, 1 Add": the op types that took most of the
+        line's time first (at most two)."""
+        ranked = sorted(self.kernels, key=lambda op: (-self.kernel_us.get(op, 0.0), op))
+        ops = ", ".join(f"{self.kernels[op]} {op}" for op in ranked[:2])
+        return f"{percent(self.share)} of inference ({duration_us(self.microseconds)})" + (f", {ops}" if ops else "")
+
+
+def percent(share: float) -> str:
+    """"18 %", "0.4 %", "<0.1 %"."""
+    value = share * 100
+    if value >= 9.5:
+        return f"{value:.0f} %"
+    if value >= 0.05:
+        return f"{value:.1f} %"
+    return "<0.1 %" if value > 0 else "0 %"
+
+
+def duration_us(microseconds: float) -> str:
+    """"412 µs", "2.41 ms", "1.20 s"."""
+    if microseconds >= 1_000_000:
+        return f"{microseconds / 1_000_000:.2f} s"
+    if microseconds >= 1000:
+        return f"{microseconds / 1000:.2f} ms"
+    return f"{microseconds:.0f} µs"
+
+
+@dataclass
+class InferenceCost(Plain):
+    """onnxruntime's profile of the verification run, by the user's line (ExportResult.cost).
+
+    `total_us` is the sum of every kernel's time in the profile; the lines' times and `other_us`
+    add up to it exactly (each kernel counts once, for one line or for none)."""
+
+    total_us: float = 0.0
+    run_us: float = 0.0  # the run as onnxruntime timed it (its `model_run` event): kernels and the time between them
+    kernel_count: int = 0
+    threads: int = 1  # onnxruntime's intra-op threads in the run
+    lines: list[LineCost] = field(default_factory=list)  # the most expensive first
+    other_us: float = 0.0  # kernels of nodes no line of the user's code made
+    other_kernels: dict[str, int] = field(default_factory=dict)
+    profile: str | None = None  # onnxruntime's profile as it wrote it (JSON: chrome://tracing, Perfetto)
+    seconds: float = 0.0  # onnxlens's own work on the profile (reading it, the lines)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InferenceCost:
+        cost = _from_dict(cls, data)
+        cost.lines = [LineCost.from_dict(x) if isinstance(x, dict) else x for x in cost.lines]
+        return cost
 
 
 # -- verification -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ def record(job: Job, full_traces: dict[str, str] | None = None) -> None:
     What each line produced and the summary are extras: a failure of ours there is logged and
     leaves them out, it never fails the export."""
     model = job.onnx_program.model
-    origins = NodeLines(job.workspace, full_traces)
+    origins = job.node_lines = NodeLines(job.workspace, full_traces)
     infos = line_infos(model, origins)
     if job.decomposed is not None:
         try:

@@ -6,6 +6,9 @@ custom translation translated lands in that translation (the user's code that is
 op's call related. A finding no line of the user's code produced (a value
 computed, or a node onnxruntime refused, in library code only) goes to the model's definition,
 as errors do.
+
+With the target's `profile` on, onnxruntime's profiler runs on the verification run, and the
+result says what each line costs (line_costs.py).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+import onnxlens.exporter.pipeline.line_costs as line_costs
 from onnxlens.exporter.locations import Place, Workspace, is_user_code, source_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.torch_internals.active import internals
@@ -26,14 +30,21 @@ def run(job: Job) -> None:
         job.log(f"{job.spec.name}: verification skipped: the model's weights have no data")
         return
     from onnxlens.exporter.verify import verify
+    from onnxlens.exporter.verify.profiling import Profiler
 
+    profiler = Profiler() if job.spec.profile else None
     try:
         summary, findings = verify(job.decomposed, job.onnx_program, job.target.args, job.target.kwargs,
-                                   workspace=job.workspace, fallback=job.fallback)
+                                   workspace=job.workspace, fallback=job.fallback, profiler=profiler)
     except Exception as error:  # noqa: BLE001 - verification trouble must not lose the export
         job.log(f"verification failed to run: {type(error).__name__}: {error}")
         return
+    finally:
+        if profiler is not None:
+            profiler.discard()
     job.result.verification = summary
+    if profiler is not None:
+        line_costs.record(job, profiler)
     if summary.passed:
         findings = findings + _other_sizes(job, summary)
     custom = job.target.custom_translations

@@ -29,7 +29,7 @@ from onnxlens.exporter.verify.divergence import Divergence, first_line
 def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, *,
            rtol: float = 1e-3, atol: float = 1e-5, root: str | None = None,
            workspace: Workspace | None = None, fallback: Location | None = None,
-           other_sizes: bool = False) -> tuple[VerificationSummary, list[Finding]]:
+           other_sizes: bool = False, profiler: Any = None) -> tuple[VerificationSummary, list[Finding]]:
     """Compare onnxruntime with torch on (args, kwargs).
 
     Returns the summary and, on a mismatch, one `mismatch` Finding on the source line of the
@@ -43,6 +43,9 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     `other_sizes`: the second-shape check (second_shape.py): `exported_program` is the captured
     program (a decomposition may have read the example's sizes), the inputs have other sizes,
     and a value of another shape than torch's is a difference (divergence.py).
+
+    `profiler` (profiling.py: Profiler): onnxruntime's profiler on the run that gives the outputs;
+    what it recorded is in `profiler.profile` afterwards.
     """
     start = time.perf_counter()
     summary = VerificationSummary(rtol=rtol, atol=atol)
@@ -51,7 +54,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
         workspace = Workspace(root)
     try:
         findings = _Verification(exported_program, onnx_program, args, kwargs or {}, summary=summary,
-                                 workspace=workspace, fallback=fallback, other_sizes=other_sizes).run()
+                                 workspace=workspace, fallback=fallback, other_sizes=other_sizes,
+                                 profiler=profiler).run()
     except Exception as error:  # noqa: BLE001 - a verification bug must not fail the export
         summary.passed = False
         summary.error = f"verification could not run: {type(error).__name__}: {error}"
@@ -61,7 +65,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
 
 class _Verification:
     def __init__(self, exported_program, onnx_program, args, kwargs, *, summary: VerificationSummary,
-                 workspace: Workspace | None, fallback: Location | None, other_sizes: bool = False):
+                 workspace: Workspace | None, fallback: Location | None, other_sizes: bool = False,
+                 profiler: Any = None):
         self.program = exported_program if exported_program is not None else getattr(
             onnx_program, "exported_program", None)
         self.onnx_program = onnx_program
@@ -70,6 +75,7 @@ class _Verification:
         self.workspace = workspace
         self.fallback = fallback
         self.other_sizes = other_sizes
+        self.profiler = profiler
 
     def run(self) -> list[Finding]:
         import torch
@@ -95,9 +101,13 @@ class _Verification:
             torch_outputs = (torch_outputs,)
         sessions = runtime.Sessions(model)
         try:
-            session = sessions.session()
+            session = sessions.session(profiler=self.profiler)
             onnx_outputs = runtime.run(session, feeds)
+            if self.profiler is not None:
+                self.profiler.collect(session)
         except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
+            if self.profiler is not None:
+                self.profiler.discard()
             message = first_line(error)
             summary.passed, summary.error = False, f"onnxruntime could not run the model: {message}"
             return [findings.runtime_failure_finding(message, self.program, model, self.workspace)]

@@ -76,7 +76,9 @@ class Sessions:
         self._proto = None
         self._weights: tuple[list[str], list[Any]] | None = None  # kept alive with the sessions
 
-    def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
+    def session(self, extra_outputs: Sequence[Any] = (), profiler: Any = None) -> Any:
+        """A session of the model, with `extra_outputs` as graph outputs too; `profiler`
+        (exporter/verify/profiling.py: Profiler) profiles it."""
         import onnx_ir as ir
 
         from onnxlens.exporter.pipeline.graph_only import graph_only_model
@@ -91,7 +93,7 @@ class Sessions:
             data = self._proto.SerializeToString()
         finally:
             del outputs[count:]
-        return _new_session(data, self._weights)
+        return new_session(data, self._weights, profiler)
 
 
 # The location the session's proto gives its initializers: never a file, onnxruntime gets the
@@ -139,7 +141,7 @@ def _ort_value(tensor: Any) -> Any:
     return ort.OrtValue.ortvalue_from_numpy(array)
 
 
-def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None) -> Any:
+def new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None, profiler: Any = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -152,6 +154,8 @@ def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | Non
     options.intra_op_num_threads = max(1, torch.get_num_threads())
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profiler is not None:
+        profiler.configure(options)
     return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
 
 

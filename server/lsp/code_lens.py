@@ -1,7 +1,9 @@
 """Code lenses: on each target's model definition, status, time, nodes, verification (click to
 re-export; a second lens opens the report); on each line whose nodes changed in the last export,
-what changed since the export before it (click: the report's "Change since the last export"),
-placed through the edits since (exported_text.py)."""
+what changed since the export before it (click: the report's "Change since the last export");
+on each line whose share of inference reaches the `costLensThreshold` setting, when the last
+export was profiled, what it costs (click: the report's "Cost per line"). Lines are placed
+through the edits since the export (exported_text.py): an edited line has none."""
 
 from __future__ import annotations
 
@@ -33,6 +35,27 @@ class CodeLens(Feature):
                         arguments=[state.result.report])))
             for name, state in project.targets.items():
                 lenses += self._change_lenses(project.key, name, state, path)
+                lenses += self._cost_lenses(project.key, name, state, path)
+        return lenses
+
+    def _cost_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:
+        """`18 % of inference (2.41 ms), 3 MatMul` on each line of `path` whose share of the
+        profiled run reaches the threshold."""
+        cost = state.result.cost if state.result is not None else None
+        if cost is None:
+            return []
+        threshold = self.session.settings.cost_lens_threshold / 100
+        lenses = []
+        for line_cost in cost.lines:
+            if line_cost.share < threshold or norm(line_cost.file) != path:
+                continue
+            line = self.session.exported_text.now((config, name), path, line_cost.line)
+            if line is None:
+                continue
+            position = lsp.Position(line=line - 1, character=0)
+            lenses.append(lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
+                title=f"onnxlens: {name} {line_cost.describe()}", command="onnxlens.openReport",
+                arguments=[state.result.report or name])))
         return lenses
 
     def _change_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:

@@ -1,6 +1,6 @@
 """Where the lines an export saw are in the editor's buffer now.
 
-An export reads the files on disk; its line data (hover, inlay hints, the change lenses) is by
+An export reads the files on disk; its line data (hover, inlay hints, the change and cost lenses) is by
 line number in that text, and the user goes on editing. When a result comes, the text of each
 file it has line data for is kept, as on disk then — the text the export saw, unless a save came
 in between (its export follows): a line whose text is not what the export recorded for it
@@ -45,7 +45,7 @@ class ExportedText:
     def remember(self, owner: Owner, result: ExportResult) -> None:
         """The text of the files `result` has line data for, as the export saw them."""
         files: dict[str, _Seen] = {}
-        for info in result.lines:
+        for info in [*result.lines, *(result.cost.lines if result.cost is not None else [])]:
             path = norm(info.file)
             seen = files.get(path)
             if seen is None:

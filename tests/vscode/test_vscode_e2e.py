@@ -209,8 +209,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     pushed = [json.loads(params) for params in re.findall(
         r"Sending notification 'workspace/didChangeConfiguration'\.\nParams: (\{.*?\n\})", trace, re.S)]
     assert {"settings": {"onnxlens": {"exportOnSave": True, "verify": None, "jobs": 2, "debounceMs": 200,
-                                      "inlayHints": True, "logLevel": "debug"}}} in pushed, trace[-4000:]
+                                      "inlayHints": True, "profile": None, "costLensThreshold": 5,
+                                      "logLevel": "debug"}}} in pushed, trace[-4000:]
     initialize = re.search(r"Sending request 'initialize - \(0\)'\.\nParams: (\{.*?\n\})", trace, re.S)
     assert initialize, trace[:4000]
     assert json.loads(initialize.group(1))["initializationOptions"] == {
-        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "inlayHints": True, "logLevel": "debug"}
+        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "inlayHints": True, "profile": None,
+        "costLensThreshold": 5, "logLevel": "debug"}

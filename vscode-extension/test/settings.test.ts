@@ -20,6 +20,8 @@ test("configured values are read from the onnxlens section", () => {
     "onnxlens.jobs": 3,
     "onnxlens.debounceMs": 50,
     "onnxlens.inlayHints": false,
+    "onnxlens.profile": true,
+    "onnxlens.costLensThreshold": 2.5,
     "onnxlens.logLevel": "debug",
   };
   assert.deepEqual(getSettings(), {
@@ -29,18 +31,23 @@ test("configured values are read from the onnxlens section", () => {
     jobs: 3,
     debounceMs: 50,
     inlayHints: false,
+    profile: true,
+    costLensThreshold: 2.5,
     logLevel: "debug",
   });
 });
 
 test("mistyped or out-of-range values fall back or are clamped, never passed on", () => {
-  const values: Record<string, unknown> = { jobs: 0, debounceMs: -5, verify: "yes", logLevel: "loud", interpreter: 42 };
+  const values: Record<string, unknown> = { jobs: 0, debounceMs: -5, verify: "yes", logLevel: "loud", interpreter: 42,
+    profile: 1, costLensThreshold: 250 };
   const settings = readSettings({ get: <T>(key: string) => values[key] as T });
   assert.equal(settings.jobs, 1);
   assert.equal(settings.debounceMs, 0);
   assert.equal(settings.verify, null);
   assert.equal(settings.logLevel, "info");
   assert.equal(settings.interpreter, "");
+  assert.equal(settings.profile, null);
+  assert.equal(settings.costLensThreshold, 100);
   assert.equal(readSettings({ get: <T>(key: string) => (key === "jobs" ? 2.7 : undefined) as T }).jobs, 2);
   assert.equal(readSettings({ get: <T>(key: string) => (key === "jobs" ? 1000 : undefined) as T }).jobs, 64);
   assert.equal(readSettings({ get: <T>(key: string) => (key === "debounceMs" ? 1e9 : undefined) as T }).debounceMs, 10_000);
@@ -48,7 +55,8 @@ test("mistyped or out-of-range values fall back or are clamped, never passed on"
 
 test("the server gets every setting but the interpreter, under the names it expects", () => {
   const server = toServerSettings({ ...DEFAULTS, interpreter: "/x/python", jobs: 4, verify: false });
-  assert.deepEqual(server, { exportOnSave: true, verify: false, jobs: 4, debounceMs: 200, inlayHints: true, logLevel: "info" });
+  assert.deepEqual(server, { exportOnSave: true, verify: false, jobs: 4, debounceMs: 200, inlayHints: true, profile: null,
+    costLensThreshold: 5, logLevel: "info" });
   // Unset, verify is null: the server then follows the project's config.
   assert.equal(toServerSettings(DEFAULTS).verify, null);
   assert.ok(!("interpreter" in server));

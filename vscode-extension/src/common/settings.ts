@@ -18,6 +18,8 @@ export interface Settings {
   jobs: number;
   debounceMs: number;
   inlayHints: boolean;
+  profile: boolean | null; // null: as the project's config says
+  costLensThreshold: number; // percent of inference
   logLevel: LogLevel;
 }
 
@@ -28,6 +30,8 @@ export const DEFAULTS: Settings = {
   jobs: 1,
   debounceMs: 200,
   inlayHints: true,
+  profile: null,
+  costLensThreshold: 5,
   logLevel: "info",
 };
 
@@ -38,6 +42,10 @@ export interface ConfigReader {
 
 function clampedInt(value: unknown, fallback: number, min: number, max: number): number {
   return typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, Math.floor(value))) : fallback;
+}
+
+function clampedNumber(value: unknown, fallback: number, min: number, max: number): number {
+  return typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback;
 }
 
 function bool(value: unknown, fallback: boolean): boolean {
@@ -54,6 +62,8 @@ export function readSettings(config: ConfigReader): Settings {
     jobs: clampedInt(config.get("jobs"), DEFAULTS.jobs, 1, 64), // the server's bounds
     debounceMs: clampedInt(config.get("debounceMs"), DEFAULTS.debounceMs, 0, 10_000),
     inlayHints: bool(config.get("inlayHints"), DEFAULTS.inlayHints),
+    profile: typeof config.get("profile") === "boolean" ? (config.get("profile") as boolean) : null,
+    costLensThreshold: clampedNumber(config.get("costLensThreshold"), DEFAULTS.costLensThreshold, 0, 100),
     logLevel: parseLogLevel(config.get("logLevel")),
   };
 }
@@ -65,12 +75,14 @@ export interface ServerSettings {
   jobs: number;
   debounceMs: number;
   inlayHints: boolean;
+  profile: boolean | null;
+  costLensThreshold: number;
   logLevel: LogLevel;
 }
 
 export function toServerSettings(settings: Settings): ServerSettings {
-  const { exportOnSave, verify, jobs, debounceMs, inlayHints, logLevel } = settings;
-  return { exportOnSave, verify, jobs, debounceMs, inlayHints, logLevel };
+  const { exportOnSave, verify, jobs, debounceMs, inlayHints, profile, costLensThreshold, logLevel } = settings;
+  return { exportOnSave, verify, jobs, debounceMs, inlayHints, profile, costLensThreshold, logLevel };
 }
 
 export function getSettings(scope?: vscode.ConfigurationScope): Settings {
