@@ -586,6 +586,70 @@ class OutputComparison(Plain):
 
 
 @dataclass
+class InputDrift(Plain):
+    """One input of the first diverging op: torch's value against the one the whole ONNX model
+    computed for it."""
+
+    name: str  # the FX node (or program input) that computed it
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+
+
+@dataclass
+class MismatchVerdict(Plain):
+    """Whether the first diverging op is wrong or its inputs already drifted
+    (exporter/verify/verdict.py): the op's ONNX nodes run alone on torch's own inputs to it,
+    compared with torch's output for it.
+
+    `kind`: "op" (alone, on the same inputs, it computes something else than torch: its
+    translation differs), "drift" (alone it agrees with torch: its inputs already differed, by
+    accumulated float error), "rounding" (alone it differs past the tolerance, but no more than
+    torch's own result differs from the op computed in float64: float rounding, not a wrong op)
+    or "context" (alone it agrees, and the whole model computed its inputs exactly: onnxruntime
+    computes it otherwise inside the model)."""
+
+    kind: str
+    onnx_nodes: list[str] = field(default_factory=list)  # the op types run alone, in graph order
+    alone_max_abs_diff: float = 0.0  # alone on torch's inputs, against torch's output
+    alone_max_rel_diff: float = 0.0
+    alone_passed: bool = False  # within the verification's tolerance
+    inputs: list[InputDrift] = field(default_factory=list)
+    inputs_max_abs_diff: float = 0.0
+    # The float64 check, when alone it differs: the largest difference from the op computed in
+    # float64 on the same inputs, of torch's own result and of the ONNX nodes' alone.
+    torch_float64_diff: float | None = None
+    onnx_float64_diff: float | None = None
+    seconds: float = 0.0
+
+    def sentence(self) -> str:
+        """What the diagnostic's message says of it."""
+        ops = ", ".join(dict.fromkeys(self.onnx_nodes)) or "its ONNX nodes"
+        alone = f"max abs diff {self.alone_max_abs_diff:.3g}"
+        if self.kind == "op":
+            rounding = (f"; torch's own float rounding there is {self.torch_float64_diff:.3g}"
+                        if self.torch_float64_diff is not None else "")
+            return (f"this op's translation differs from torch: run alone on torch's own inputs to it, "
+                    f"ONNX's {ops} differ from torch's output ({alone}{rounding})")
+        if self.kind == "drift":
+            return (f"drift, not this op: run alone on torch's own inputs to it, ONNX's {ops} agree with torch "
+                    f"({alone}); its inputs already differ by up to {self.inputs_max_abs_diff:.3g} "
+                    f"(accumulated float error)")
+        if self.kind == "rounding":
+            return (f"float rounding, not a wrong op: run alone on torch's own inputs to it, ONNX's {ops} differ "
+                    f"from torch ({alone}) no more than torch's own result differs from the op in float64 "
+                    f"({self.torch_float64_diff:.3g} vs {self.onnx_float64_diff:.3g} for ONNX)")
+        return (f"run alone on torch's own inputs to it, which the whole model computed exactly, ONNX's {ops} "
+                f"agree with torch ({alone}): onnxruntime computes it otherwise inside the whole model "
+                f"(its graph optimizations)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MismatchVerdict:
+        verdict = _from_dict(cls, data)
+        verdict.inputs = [InputDrift.from_dict(x) if isinstance(x, dict) else x for x in verdict.inputs]
+        return verdict
+
+
+@dataclass
 class FirstMismatch(Plain):
     """The first value in the graph past tolerance."""
 
@@ -596,6 +660,22 @@ class FirstMismatch(Plain):
     output: str | None = None  # the graph output's name, when the first value is an output
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
+    verdict: MismatchVerdict | None = None  # a wrong op or drift (exporter/verify/verdict.py)
+    verdict_note: str | None = None  # why there is no verdict, when there is none
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("verdict", "verdict_note"):  # absent when there is none (the other keys as they always were)
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
+        first = _from_dict(cls, data)
+        if isinstance(first.verdict, dict):
+            first.verdict = MismatchVerdict.from_dict(first.verdict)
+        return first
 
 
 

@@ -5,6 +5,8 @@
     compare.py     one value against another, elementwise, as torch.isclose
     divergence.py  the FIRST intermediate value past tolerance, with one onnxruntime session
     findings.py    the `mismatch` finding on the user's line, named by module path
+    verdict.py     on a mismatch, that op alone on torch's own inputs: a wrong op, or drift
+    profiling.py   onnxruntime's profiler on the verification run (the target's `profile`)
 
 On a mismatch, the first diverging value is found with one onnxruntime session (every FX-named
 ONNX value added as an extra graph output, one run) and one torch.fx.Interpreter run over the
@@ -81,7 +83,7 @@ class _Verification:
         import torch
 
         from onnxlens.exporter.torch_internals.active import internals
-        from onnxlens.exporter.verify import compare, divergence, findings, runtime
+        from onnxlens.exporter.verify import compare, divergence, findings, runtime, verdict
 
         summary = self.summary
         if self.program is None or getattr(self.onnx_program, "model", None) is None:
@@ -158,7 +160,10 @@ class _Verification:
                 if blamed is not None:
                     found = Divergence(blamed, None, found.comparison, False, found.output_name)
         summary.first_mismatch = findings.describe(found)
-        return [findings.mismatch_finding(found, summary, self.workspace, self.fallback)]
+        finding = findings.mismatch_finding(found, summary, self.workspace, self.fallback)
+        if not self.other_sizes:  # (a size fixed in the graph is no op's fault: no verdict)
+            verdict.add(summary, finding, found.node, self.program, model, sessions, feeds, graph_inputs)
+        return [finding]
 
     def _user_output_pairs(self, torch_outputs) -> list[tuple[Any, Any]]:
         """(producing FX node, torch value) for each ONNX graph output, in order.
