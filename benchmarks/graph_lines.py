@@ -35,6 +35,7 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from typing import Callable
 
 import msgpack
 import psutil
@@ -157,12 +158,20 @@ def ms(pair: tuple[float, float]) -> str:
     return f"{cpu * 1000:.2f} ms ({wall * 1000:.2f})"
 
 
-def render(results: dict[str, dict], runs: int, started: str) -> str:
+def columns(results: dict[str, dict]) -> tuple[str, Callable[[str, Callable[[dict], str]], str]]:
+    """A table with a column per model: its header, and a row maker (a label, a cell per result)."""
     names = list(results)
     header = "| | " + " | ".join(names) + " |\n|---|" + "---:|" * len(names)
 
-    def row(label: str, cell) -> str:
+    def row(label: str, cell: Callable[[dict], str]) -> str:
         return f"| {label} | " + " | ".join(cell(results[name]) for name in names) + " |"
+
+    return header, row
+
+
+def render(results: dict[str, dict], runs: int, started: str) -> str:
+    names = list(results)
+    header, row = columns(results)
 
     rows = [
         row("FX nodes / ONNX nodes / lines with line data / lines with a hint",

@@ -35,7 +35,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.graph_lines import models  # noqa: E402
+from benchmarks.graph_lines import columns, models  # noqa: E402
 from benchmarks.run import machine  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
 from onnxlens.exporter.pipeline import line_costs  # noqa: E402
@@ -97,11 +97,7 @@ def ms(pair: tuple[float, float]) -> str:
 
 
 def render(results: dict[str, dict], runs: int, started: str) -> str:
-    names = list(results)
-    header = "| | " + " | ".join(names) + " |\n|---|" + "---:|" * len(names)
-
-    def row(label: str, cell) -> str:
-        return f"| {label} | " + " | ".join(cell(results[name]) for name in names) + " |"
+    header, row = columns(results)
 
     def added(r: dict) -> str:
         cpu = r["profiled"][0] - r["plain"][0]

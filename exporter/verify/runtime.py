@@ -40,23 +40,27 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
         raise RuntimeProblem(
             f"the ONNX model has {len(graph_inputs)} inputs but the example inputs give "
             f"{len(inputs)} tensors")
-    feeds = {}
-    for value, arg in zip(graph_inputs, inputs):
-        if isinstance(arg, torch.Tensor) and arg.is_complex():
-            arg = torch.view_as_real(arg.resolve_conj())
-        if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            arg = internals.size_hint(arg)
-        if isinstance(arg, (bool, int, float)):
-            # A symbolic scalar input: use the dtype the graph declares.
-            import onnxruntime as ort
+    return {value.name: ort_value(value, arg) for value, arg in zip(graph_inputs, inputs)}
 
-            dtype = value.dtype.numpy() if value.dtype is not None else None
-            feeds[value.name] = ort.OrtValue.ortvalue_from_numpy(np.array(arg, dtype=dtype))
-        elif isinstance(arg, torch.Tensor):
-            feeds[value.name] = internals.to_ort_value(arg)  # bfloat16 included
-        else:
-            raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
-    return feeds
+
+def ort_value(value: Any, arg: Any) -> Any:
+    """torch's `arg` as onnxruntime takes it for the ONNX value `value`: a tensor as it is
+    (bfloat16 included; complex as real pairs), a Python or symbolic scalar as an array of the
+    element type the graph declares, of the value's shape when it is static."""
+    if isinstance(arg, torch.Tensor) and arg.is_complex():
+        arg = torch.view_as_real(arg.resolve_conj())
+    if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        arg = internals.size_hint(arg)
+    if isinstance(arg, (bool, int, float)):
+        import onnxruntime as ort
+
+        array = np.array(arg, dtype=value.dtype.numpy() if value.dtype is not None else None)
+        if value.shape is not None and value.shape.is_static():
+            array = array.reshape([int(dim) for dim in value.shape])
+        return ort.OrtValue.ortvalue_from_numpy(array)
+    if isinstance(arg, torch.Tensor):
+        return internals.to_ort_value(arg)
+    raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
 
 
 class Sessions:

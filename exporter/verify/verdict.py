@@ -83,7 +83,7 @@ def judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_
 def _judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list, node: Any,
            *, rtol: float, atol: float) -> MismatchVerdict:
     from onnxlens.exporter.verify.compare import compare
-    from onnxlens.exporter.verify.runtime import new_session, run
+    from onnxlens.exporter.verify.runtime import RuntimeProblem, new_session, ort_value, run
 
     if node is None or getattr(node, "op", None) != "call_function":
         raise NoVerdict("the first difference is at no op of the program")
@@ -94,8 +94,11 @@ def _judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph
 
     alone_model = _alone(model, nodes, inputs, initializers, output)
     session = new_session(alone_model.SerializeToString())
-    (alone,) = run(session, {value.name: _ort_value(value, counterparts[value.name]) for value in inputs},
-                           [output.name])
+    try:
+        feeds_alone = {value.name: ort_value(value, counterparts[value.name]) for value in inputs}
+    except RuntimeProblem as problem:
+        raise NoVerdict(f"torch's value for it is no tensor: {problem}") from problem
+    (alone,) = run(session, feeds_alone, [output.name])
     del session
     compared = compare(torch_at.output, alone, rtol=rtol, atol=atol)
     if not compared.comparable:
@@ -226,29 +229,6 @@ def _initializer(value: Any) -> Any:
     tensor = ir.serde.serialize_tensor(value.const_value)
     tensor.name = value.name
     return tensor
-
-
-def _ort_value(value: Any, torch_value: Any) -> Any:
-    """torch's value as onnxruntime takes it for the ONNX value `value` (a size as the ONNX
-    value's element type and static shape)."""
-    import numpy as np
-    import onnxruntime as ort
-    import torch
-
-    from onnxlens.exporter.torch_internals.active import internals
-
-    if isinstance(torch_value, torch.Tensor):
-        if torch_value.is_complex():
-            torch_value = torch.view_as_real(torch_value.resolve_conj())
-        return internals.to_ort_value(torch_value.contiguous())
-    if isinstance(torch_value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-        torch_value = internals.size_hint(torch_value)
-    if isinstance(torch_value, (bool, int, float)) and value.dtype is not None:
-        array = np.array(torch_value, dtype=value.dtype.numpy())
-        if value.shape is not None and value.shape.is_static():
-            array = array.reshape([int(dim) for dim in value.shape])
-        return ort.OrtValue.ortvalue_from_numpy(array)
-    raise NoVerdict(f"`{value.name}` is a {type(torch_value).__name__} in torch's run, not a tensor")
 
 
 def _drift(model: Any, sessions: Any, feeds: dict[str, Any], inputs: list[Any], counterparts: dict[str, Any],

@@ -45,35 +45,31 @@ class CodeLens(Feature):
         if cost is None:
             return []
         threshold = self.session.settings.cost_lens_threshold / 100
-        lenses = []
-        for line_cost in cost.lines:
-            if line_cost.share < threshold or norm(line_cost.file) != path:
-                continue
-            line = self.session.exported_text.now((config, name), path, line_cost.line)
-            if line is None:
-                continue
-            position = lsp.Position(line=line - 1, character=0)
-            lenses.append(lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
-                title=f"onnxlens: {name} {line_cost.describe()}", command="onnxlens.openReport",
-                arguments=[state.result.report or name])))
-        return lenses
+        lenses = (self._report_lens((config, name), path, line_cost.line, f"onnxlens: {name} {line_cost.describe()}",
+                                    state.result.report or name)
+                  for line_cost in cost.lines if line_cost.share >= threshold and norm(line_cost.file) == path)
+        return [lens for lens in lenses if lens is not None]
 
     def _change_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:
         """`+1 node (LayerNormalization) since the last export` on each line of `path` whose
         nodes the last export changed."""
         if state.change is None or state.result is None:
             return []
-        lenses = []
-        for change in state.change.lines:
-            line = None if change.gone or norm(change.file) != path else \
-                self.session.exported_text.now((config, name), path, change.line)
-            if line is None:
-                continue
-            position = lsp.Position(line=line - 1, character=0)
-            lenses.append(lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
-                title=f"onnxlens: {name} {change.describe()} since the last export", command="onnxlens.openReport",
-                arguments=[state.result.report or name])))
-        return lenses
+        lenses = (self._report_lens((config, name), path, change.line,
+                                    f"onnxlens: {name} {change.describe()} since the last export",
+                                    state.result.report or name)
+                  for change in state.change.lines if not change.gone and norm(change.file) == path)
+        return [lens for lens in lenses if lens is not None]
+
+    def _report_lens(self, owner: tuple[str, str], path: str, line: int, title: str, report: str) -> lsp.CodeLens | None:
+        """A lens that opens the report, on `line` of the text the export saw where it is in the
+        buffer now; None when it was edited since."""
+        now = self.session.exported_text.now(owner, path, line)
+        if now is None:
+            return None
+        position = lsp.Position(line=now - 1, character=0)
+        return lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
+            title=title, command="onnxlens.openReport", arguments=[report]))
 
 
 def status_title(name: str, state: TargetState, busy: bool) -> str:
