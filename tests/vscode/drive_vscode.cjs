@@ -335,7 +335,9 @@ async function main() {
         { timeout: LONG, polling: 250 },
       ).catch(() => log("translationFix: the cursor is not on the stub's line"));
       const cursor = await withPage.$eval("[id='status.editor.selection']", (item) => item.textContent).catch(() => null);
-      await waitForStatusItem(withPage, "onnxlens", fix.statusAfter, fix.timeoutMs);
+      // Re-exported with the stub registered: zeta's problem is now the stub's own failure.
+      await withPage.locator(".markers-panel .monaco-list-row", { hasText: fix.problemAfter }).first()
+        .waitFor({ timeout: fix.timeoutMs });
       return { actions, cursor };
     });
 

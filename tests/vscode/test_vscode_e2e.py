@@ -101,8 +101,9 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                                "previewText": "export report"},
                 "translationFix": {"problemText": "prims.zeta", "title": "Write an ONNX translation for prims.zeta",
                                    "expectTab": "onnx_translations.py", "cursorLine": stub_raise_line,
-                                   # re-exported: only eigvals' problem is left
-                                   "statusAfter": r"^ONNX: 1 problem \(", "timeoutMs": 90_000},
+                                   # re-exported: zeta's translation is the stub, which raises
+                                   "problemAfter": "NotImplementedError: write the ONNX translation",
+                                   "timeoutMs": 90_000},
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
@@ -168,8 +169,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     assert "spectral" in action["previewText"] and "linalg_eig" in action["previewText"], action["previewText"][:2000]
 
     # "Write an ONNX translation for prims.zeta" on zeta's problem: the module is created beside the
-    # model, registered in pyproject.toml, opened on the stub's body; the re-export no longer
-    # reports zeta (only eigvals is left, until the fix below).
+    # model, registered in pyproject.toml, opened on the stub's body; the re-export has a
+    # translation for zeta, the stub, whose NotImplementedError is zeta's problem now (every node
+    # whose translation fails is reported beside the ops without one: eigvals stays, until the
+    # fix below).
     translation = steps["translationFix"]
     assert not translation.get("failed"), f"{translation.get('actions')}\n{translation['observed']['statusItems']}\n{why}"
     assert "Write an ONNX translation for prims.zeta" in " ".join(translation["actions"]), translation["actions"]
@@ -179,6 +182,8 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                            if t["name"] == "spectral")
     assert spectral_target["custom-translations"] == "models/onnx_translations.py:translations"
     assert translation["cursor"] and translation["cursor"].startswith(f"Ln {stub_raise_line},"), translation["cursor"]
+    rows = " ".join(onnxlens_rows(translation["observed"]))
+    assert "NotImplementedError: write the ONNX translation" in rows and "linalg_eig" in rows, rows
 
     # The fix, typed and saved in the editor, clears the problems.
     assert FIX in spectral.read_text().splitlines(), spectral.read_text()
