@@ -26,7 +26,7 @@ def verdict_section(summary: VerificationSummary | None) -> str | None:
     lines = [f"FX node `{first.node}` (`{first.target}`): **{_HEADLINES.get(verdict.kind, verdict.kind)}**", "",
              f"- Its ONNX nodes ({ops}) run alone on torch's own inputs to it, against torch's output: max abs "
              f"diff {verdict.alone_max_abs_diff:.3g}, max rel diff {verdict.alone_max_rel_diff:.3g} ({within} the "
-             f"verification's tolerance, rtol={summary.rtol:g}, atol={summary.atol:g})"]
+             f"verification's tolerance{': ' + verdict.alone_tolerance if verdict.alone_tolerance else ''})"]
     if verdict.torch_float64_diff is not None and verdict.onnx_float64_diff is not None:
         lines.append(f"- Against the op computed in float64 on the same inputs: torch's result is off by "
                      f"{verdict.torch_float64_diff:.3g}, ONNX's alone by {verdict.onnx_float64_diff:.3g}")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onnxlens.exporter.types import InputDrift, MismatchVerdict
+from onnxlens.exporter.verify.tolerance import Tolerance
 
 # Past this many times torch's own float rounding (against float64), a difference is the op's.
 ROUNDING_FACTOR = 10.0
@@ -52,24 +53,25 @@ class _TorchAt:
 
 
 def add(summary: Any, finding: Any, node: Any, program: Any, model: Any, sessions: Any, feeds: dict[str, Any],
-        graph_inputs: list) -> None:
+        graph_inputs: list, *, tolerance: Tolerance) -> None:
     """Judge the first mismatch: the verdict (or why there is none) on `summary.first_mismatch`,
-    its sentence in `finding`'s message (after the first line: notes follow it)."""
+    its sentence in `finding`'s message (after the first line: notes follow it). `tolerance`:
+    verification's."""
     first = summary.first_mismatch
     first.verdict, first.verdict_note = judge(program, model, sessions, feeds, graph_inputs, node,
-                                              rtol=summary.rtol, atol=summary.atol)
+                                              tolerance=tolerance)
     if first.verdict is not None:
         head, newline, rest = finding.message.partition("\n")
         finding.message = f"{head} — {first.verdict.sentence()}{newline}{rest}"
 
 
 def judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list, node: Any,
-          *, rtol: float, atol: float) -> tuple[MismatchVerdict | None, str | None]:
+          *, tolerance: Tolerance) -> tuple[MismatchVerdict | None, str | None]:
     """The verdict on `node` (the first diverging FX node of `program`, which `model` was
     translated from), or None and why not. `sessions`, `feeds`, `graph_inputs`: verification's."""
     started = time.perf_counter()
     try:
-        verdict = _judge(program, model, sessions, feeds, graph_inputs, node, rtol=rtol, atol=atol)
+        verdict = _judge(program, model, sessions, feeds, graph_inputs, node, tolerance=tolerance)
     except NoVerdict as reason:
         return None, str(reason)
     except Exception as error:  # noqa: BLE001 - the mismatch stands without a verdict
@@ -81,8 +83,9 @@ def judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_
 
 
 def _judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list, node: Any,
-           *, rtol: float, atol: float) -> MismatchVerdict:
+           *, tolerance: Tolerance) -> MismatchVerdict:
     from onnxlens.exporter.verify.compare import compare
+    from onnxlens.exporter.verify.findings import describe_tolerance
     from onnxlens.exporter.verify.runtime import RuntimeProblem, new_session, ort_value, run
 
     if node is None or getattr(node, "op", None) != "call_function":
@@ -100,14 +103,14 @@ def _judge(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph
         raise NoVerdict(f"torch's value for it is no tensor: {problem}") from problem
     (alone,) = run(session, feeds_alone, [output.name])
     del session
-    compared = compare(torch_at.output, alone, rtol=rtol, atol=atol)
+    compared = compare(torch_at.output, alone, tolerance=tolerance)
     if not compared.comparable:
         raise NoVerdict(f"the op's output alone cannot be compared with torch's: {compared.note}")
 
     verdict = MismatchVerdict(kind="", onnx_nodes=[n.op_type for n in nodes if n.op_type != "Constant"],
                               alone_max_abs_diff=compared.max_abs_diff, alone_max_rel_diff=compared.max_rel_diff,
-                              alone_passed=compared.passed)
-    verdict.inputs = _drift(model, sessions, feeds, inputs, counterparts, rtol=rtol, atol=atol)
+                              alone_passed=compared.passed, alone_tolerance=describe_tolerance(compared))
+    verdict.inputs = _drift(model, sessions, feeds, inputs, counterparts, tolerance=tolerance)
     verdict.inputs_max_abs_diff = max((drift.max_abs_diff for drift in verdict.inputs), default=0.0)
     if compared.passed:
         verdict.kind = "drift" if verdict.inputs_max_abs_diff > 0 else "context"
@@ -232,7 +235,7 @@ def _initializer(value: Any) -> Any:
 
 
 def _drift(model: Any, sessions: Any, feeds: dict[str, Any], inputs: list[Any], counterparts: dict[str, Any],
-           *, rtol: float, atol: float) -> list[InputDrift]:
+           *, tolerance: Tolerance) -> list[InputDrift]:
     """Each input's value in the whole model's run against torch's (one session, the inputs as
     extra outputs)."""
     import torch
@@ -254,7 +257,7 @@ def _drift(model: Any, sessions: Any, feeds: dict[str, Any], inputs: list[Any], 
         if not isinstance(expected, torch.Tensor):
             expected = torch.tensor(expected)
         compared = compare(expected, onnx_value.reshape(expected.shape) if onnx_value is not None and
-                           onnx_value.numel() == expected.numel() else onnx_value, rtol=rtol, atol=atol)
+                           onnx_value.numel() == expected.numel() else onnx_value, tolerance=tolerance)
         drifts.append(InputDrift(value.name, compared.max_abs_diff, compared.max_rel_diff))
     return drifts
 

@@ -335,8 +335,10 @@ async function main() {
         { timeout: LONG, polling: 250 },
       ).catch(() => log("translationFix: the cursor is not on the stub's line"));
       const cursor = await withPage.$eval("[id='status.editor.selection']", (item) => item.textContent).catch(() => null);
-      // Re-exported with the stub registered: zeta's problem is now the stub's own failure.
-      await withPage.locator(".markers-panel .monaco-list-row", { hasText: fix.problemAfter }).first()
+      // The re-export with the stub registered: the op's problem is now the stub's own error.
+      await withPage
+        .locator(".markers-panel .monaco-list-row", { hasText: fix.problemAfter })
+        .first()
         .waitFor({ timeout: fix.timeoutMs });
       return { actions, cursor };
     });
