@@ -18,7 +18,7 @@ import sys
 import time
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
 from onnxlens.server.cache import ResultCache, forget_verification
@@ -81,11 +81,12 @@ class ExportService:
         return self.cache.load(spec)
 
     async def export(self, spec: TargetSpec, on_event: EventSink | None = None, *,
-                     use_cache: bool | None = None) -> ExportResult:
+                     use_cache: bool | None = None, previous: ExportedGraph | None = None) -> ExportResult:
         """Export one target. Cancelling the awaiting task kills the job.
 
         `use_cache=False` exports even when the cache has a result (an explicit "Re-export");
-        None: as the service was configured.
+        None: as the service was configured. `previous`: the target's previous export's graph,
+        for the report's "Change since the last export".
         """
         sink = on_event or (lambda event: None)
         if self.use_cache if use_cache is None else use_cache:
@@ -100,7 +101,7 @@ class ExportService:
         try:
             started_ns = time.time_ns()
             installed = await self._installed_now()
-            result, exited = await self._run(spec, sink, installed)
+            result, exited = await self._run(spec, sink, previous, installed)
         finally:
             ticket.release_slot()
             if exited is None:
@@ -166,9 +167,9 @@ class ExportService:
             return self._worker
 
     async def _run(self, spec: TargetSpec, sink: EventSink,
-                   installed: str | None) -> tuple[ExportResult, asyncio.Future | None]:
+                   previous: ExportedGraph | None, installed: str | None) -> tuple[ExportResult, asyncio.Future | None]:
         """The result, and the future of the job's `exited` frame when a process ran it, on a
-        worker started under the installed packages `installed`."""
+        worker started under the installed packages `installed`; `previous`: as for `export`."""
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
@@ -177,7 +178,8 @@ class ExportService:
             exited: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 await worker.wait_ready()
-                message = await worker.run(spec, sink, threads=self.threads_per_job, exited=exited)
+                message = await worker.run(spec, sink, threads=self.threads_per_job, previous=previous,
+                                           exited=exited)
             except WorkerUnavailable as error:
                 if error.permanent:
                     return _worker_failure(spec, str(error)), None

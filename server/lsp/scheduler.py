@@ -173,11 +173,12 @@ class ExportScheduler:
 
     def show_cached(self, project: Project, target: str, result: ExportResult) -> None:
         """Use a result the service already had: no job, no progress."""
-        if target not in project.targets:
+        state = project.targets.get(target)
+        if state is None:
             return
         self.stats.count(target, "cached")
         self._on_result(project, target, result, None)
-        self._on_status(ExportStatus.of_result(result))
+        self._on_status(ExportStatus.of_result(result, state.change))
 
     def _fire(self, project: Project, target: str) -> None:
         key = (project.key, target)
@@ -231,7 +232,8 @@ class ExportScheduler:
                 self._on_findings(project, spec.name, event)
 
         try:
-            result = await self._service.export(spec, on_event, use_cache=False if force else None)
+            result = await self._service.export(spec, on_event, use_cache=False if force else None,
+                                                previous=state.graph)
         except asyncio.CancelledError:
             running = False
             self.stats.count(spec.name, "cancelled")
@@ -262,6 +264,6 @@ class ExportScheduler:
             "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get((project.key, target), started),
             "debounce_seconds": self._settings().debounce_ms / 1000,
         }
-        status = ExportStatus.of_result(result)
+        status = ExportStatus.of_result(result, state.change)  # on_result compared the graphs
         self._on_status(status)
         progress.end(status.summary)

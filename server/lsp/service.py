@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from onnxlens.exporter.types import ExportResult, TargetSpec
+from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
 from onnxlens.server.exports import ExportService
 from onnxlens.server.worker import EventSink
 
@@ -73,8 +73,9 @@ class ServiceSlot:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
-    async def export(self, spec: TargetSpec, on_event: EventSink, *, use_cache: bool | None) -> ExportResult:
+    async def export(self, spec: TargetSpec, on_event: EventSink, *, use_cache: bool | None,
+                     previous: ExportedGraph | None = None) -> ExportResult:
         await self._ready.wait()
         if self.current is None:
             raise RuntimeError("the export service was stopped")
-        return await self.current.export(spec, on_event, use_cache=use_cache)
+        return await self.current.export(spec, on_event, use_cache=use_cache, previous=previous)

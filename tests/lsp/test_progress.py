@@ -83,7 +83,8 @@ async def test_export_status_follows_an_export_from_its_start_to_its_outcome(cli
 
     statuses = _statuses(client, "mlp")[seen:]
     assert statuses[0] == {"target": "mlp", "state": "exporting", "stage": None, "seconds": None, "node_count": None,
-                           "problems": 0, "warnings": 0, "cached": False, "verified": None, "summary": ""}
+                           "problems": 0, "warnings": 0, "cached": False, "verified": None, "summary": "",
+                           "change": None}
     stages = [s["stage"] for s in statuses[1:-1]]
     assert all(s["state"] == "exporting" for s in statuses[1:-1])
     assert stages[:2] == ["load", "capture"] and "verify" in stages
