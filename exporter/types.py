@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Union
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
 
-STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "verify", "save")
+STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "save", "verify")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).
 CODES: dict[str, str] = {
@@ -235,7 +235,10 @@ class ExportResult(Plain):
     graph_onnx: str | None = None  # path of the graph-only .onnx (no weights) of a weights-free model
     report: str | None = None
     exported_program: str | None = None  # path of a text dump of the torch.export program
-    seconds: float = 0.0
+    seconds: float = 0.0  # to the result: the model saved, every error known (verification comes after)
+    # After the result (Pipeline.finish): verification; None until then. A result with `status`
+    # "ok" and this None is not complete yet.
+    finishing_seconds: float | None = None
     stages: dict[str, float] = field(default_factory=dict)
     verification: VerificationSummary | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -467,22 +470,24 @@ class ExportStatus(Plain):
     warnings: int = 0  # warning findings (a `mismatch`, say)
     cached: bool = False
     verified: bool | None = None  # None: not verified
+    verifying: bool = False  # the export is saved and shown; its verification still runs
     summary: str = ""  # the one-line text shown at the end of the progress and in the log
 
 
     @classmethod
-    def of_result(cls, result: ExportResult) -> ExportStatus:
-        """The finished state of an export (ok, or failed with its problem count)."""
+    def of_result(cls, result: ExportResult, *, verifying: bool = False) -> ExportStatus:
+        """The finished state of an export (ok, or failed with its problem count); `verifying`:
+        a saved export shown before its verification ends (a second status follows)."""
         errors = sum(1 for f in result.findings if f.severity == "error")
         warnings = sum(1 for f in result.findings if f.severity == "warning")
         verified = result.verification.passed if result.verification is not None else None
         if result.status == "ok":
             nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
             summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
-                " (cached)" if result.cached else "")
+                " (cached)" if result.cached else "") + ("; verifying" if verifying else "")
         else:
             problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
             summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
         return cls(target=result.target, state=result.status, seconds=result.seconds,
                    node_count=result.node_count, problems=errors, warnings=warnings,
-                   cached=result.cached, verified=verified, summary=summary)
+                   cached=result.cached, verified=verified, verifying=verifying, summary=summary)

@@ -152,8 +152,12 @@ class ResultCache:
 
         Not stored if any file of the closure changed after the job started: the export may
         have read the older content, and the cache must never pair new files with old results.
+        Nor is a saved export's result that did not complete (verified:
+        `ExportResult.finishing_seconds`): the next export verifies it again.
         """
         if not result.closure or any(f.code in UNCACHEABLE_CODES for f in result.findings):
+            return False
+        if result.status == "ok" and result.finishing_seconds is None:
             return False
         files = sorted(set(result.closure) | referenced_files(spec))
         # File times come from the kernel's coarse clock (one tick behind at most).

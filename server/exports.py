@@ -16,9 +16,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.cache import ResultCache
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
@@ -67,11 +68,14 @@ class ExportService:
         return self.cache.load(spec)
 
     async def export(self, spec: TargetSpec, on_event: EventSink | None = None, *,
-                     use_cache: bool | None = None) -> ExportResult:
-        """Export one target. Cancelling the awaiting task kills the job.
+                     use_cache: bool | None = None,
+                     on_saved: Callable[[ExportResult], None] | None = None) -> ExportResult:
+        """Export one target; the completed result (verified). Cancelling the awaiting task
+        kills the job.
 
         `use_cache=False` exports even when the cache has a result (an explicit "Re-export");
-        None: as the service was configured.
+        None: as the service was configured. `on_saved`: a saved export's result as soon as it
+        is saved, before its verification ends (the editor shows it meanwhile).
         """
         sink = on_event or (lambda event: None)
         if self.use_cache if use_cache is None else use_cache:
@@ -81,7 +85,7 @@ class ExportService:
                 return hit
         async with self._slots:
             started_ns = time.time_ns()
-            result = await self._run(spec, sink)
+            result = await self._run(spec, sink, on_saved)
         if not result.cached:
             self.cache.store(spec, result, job_started_ns=started_ns)
         return result
@@ -111,7 +115,8 @@ class ExportService:
                 await self._worker.start()
             return self._worker
 
-    async def _run(self, spec: TargetSpec, sink: EventSink) -> ExportResult:
+    async def _run(self, spec: TargetSpec, sink: EventSink,
+                   on_saved: Callable[[ExportResult], None] | None) -> ExportResult:
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
@@ -119,7 +124,9 @@ class ExportService:
             worker = await self._current_worker()
             try:
                 await worker.wait_ready()
-                message = await worker.run(spec, sink, threads=self.threads_per_job)
+                message = await worker.run(
+                    spec, sink, threads=self.threads_per_job,
+                    on_result=(lambda saved: on_saved(ExportResult.from_dict(saved["result"]))) if on_saved else None)
             except WorkerUnavailable as error:
                 if error.permanent:
                     return _worker_failure(spec, str(error))
@@ -130,9 +137,18 @@ class ExportService:
                 await worker.kill()
                 return _worker_failure(spec, str(error), code="timeout")
             else:
+                if message.get("result") is None and message.get("saved") is not None:
+                    return _not_verified(message["saved"], message.get("reason"))
                 return ExportResult.from_dict(message["result"])
             log.warning("export of %s: %s (attempt %d)", spec.name, problem, attempt)
         return _worker_failure(spec, problem)
+
+
+def _not_verified(saved: dict, reason: str | None) -> ExportResult:
+    """A saved export whose verification did not complete: the saved result, saying why."""
+    result = ExportResult.from_dict(saved)
+    result.verification = VerificationSummary(passed=False, error=f"verification did not complete: {reason}")
+    return result
 
 
 def _worker_failure(spec: TargetSpec, problem: str, *, code: str = "crash") -> ExportResult:

@@ -1,4 +1,5 @@
-"""The export pipeline: load -> capture -> decompose -> scan -> translate -> optimize -> check -> verify -> save.
+"""The export pipeline: load -> capture -> decompose -> scan -> translate -> optimize -> check -> save,
+then verify after the result.
 
 One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
@@ -15,6 +16,12 @@ device, FakeTensors: weights.py) takes the same path without the steps that read
 ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so. A torch
 without an adapter takes the public path (PUBLIC_STAGE_ORDER, public_export.py) with a
 `torch-version` note on every export.
+
+Verification comes after the result (`finish`): the result (the saved model, the findings of
+every stage that can fail the export) is what the editor waits for; onnxruntime's answer on the
+example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
+saved, so a worker child sends the result first and the completed (verified) result when it
+ends (exporter/worker/child.py).
 
 Never raises: our own bugs become findings of the stage they happened in (errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -64,8 +71,12 @@ STAGE_ORDER = (
     Stage("translate", translate.run, True, settles=True),
     Stage("optimize", optimize.run, True),
     Stage("check", check.run, False),
-    Stage("verify", verify.run, False),
     Stage("save", save.run, False),
+)
+
+# After the result: what only adds warnings to a saved export (`Pipeline.finish`).
+FINISHING_ORDER = (
+    Stage("verify", verify.run, False),
 )
 
 # A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
@@ -80,6 +91,7 @@ PUBLIC_STAGE_ORDER = (
 
 # The stages this process runs: the full pipeline with an adapter for its torch, else the public path.
 STAGES_RUN = STAGE_ORDER if internals.FULL else PUBLIC_STAGE_ORDER
+FINISHING_RUN = FINISHING_ORDER if internals.FULL else ()
 
 
 def _ignore(event: ProgressEvent) -> None:
@@ -116,10 +128,28 @@ class Pipeline:
             self.tables.refresh()
 
     def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
-        """The whole export, its report and program dump written (in-process callers)."""
+        """The whole export, verified, its report and program dump written (in-process callers)."""
         job = self.export(spec, on_event)
+        self.finish(job)
         artifacts.write(job)
         return job.result
+
+    def finish(self, job: Job) -> None:
+        """What comes after the result, on the same job: verification (its findings and summary
+        added to `job.result`). Only for an export that saved its model; never raises."""
+        if job.result.status != "ok":
+            return
+        start = time.perf_counter()
+        try:
+            for stage in FINISHING_RUN:
+                with job.running(stage.name, after_result=True):
+                    stage.run(job)
+        except Stop:
+            pass
+        except Exception as error:  # noqa: BLE001 - a bug after the save costs the check, not the model
+            job.log(f"{job.spec.name}: {job.stage} did not run to its end: {type(error).__name__}: {error}")
+        finally:
+            job.result.finishing_seconds = time.perf_counter() - start
 
     def export(self, spec: TargetSpec, on_event: EventSink = _ignore) -> Job:
         """The export up to its result (`job.result`); the report and the program dump are

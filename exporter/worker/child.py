@@ -9,6 +9,9 @@ one). The pipeline's typed events become wire dicts here (`event_to_dict`).
 Everything the zygote needs to explain a child that dies instead is set up here first:
 faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
 and os._exit is wrapped to write it too.
+
+A saved export's result goes first (`completes`: a completed result follows), then the child
+verifies it (Pipeline.finish) and sends the completed result, then writes the report.
 """
 
 from __future__ import annotations
@@ -49,8 +52,14 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
         result, exported = _run(pipeline, spec, events_fd, started)
-        write_frame(events_fd, {"type": "result", "result": result.to_dict(),
+        completes = exported is not None and result.status == "ok"
+        write_frame(events_fd, {"type": "result", "result": result.to_dict(), "completes": completes,
                                 "imports": library_modules(zygote_modules)})
+        if completes:
+            # After the result: the editor shows the saved export while it is verified.
+            pipeline.finish(exported)
+            exported.result.findings = [_as_crash(spec, finding) for finding in exported.result.findings]
+            write_frame(events_fd, {"type": "completed", "result": exported.result.to_dict()})
         if exported is not None:
             # After the result: the editor has its diagnostics while the report is written.
             artifacts.write(exported)

@@ -12,8 +12,11 @@ It talks to the server with msgpack frames (exporter/protocol.py) over its stdin
 it moves to private descriptors first, so a library printing to stdout cannot corrupt the stream.
 It supervises its children: relays their events and output, kills them on cancel and at their
 deadline (after asking faulthandler for the stack, to name the line that hung), and turns a
-child that died without a result into a `crash` finding. It exits when its stdin closes (the
-server died or shut down), killing its children first; a child dies with it (PR_SET_PDEATHSIG).
+child that died without a result into a `crash` finding. A child whose saved export's result
+went first (`completes`) verifies it within the job's own time limit and sends the completed
+result; if it dies or runs out of time first, the server is told why in a `completed` message
+without a result. It exits when its stdin closes (the server died or shut down), killing its
+children first; a child dies with it (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from onnxlens.exporter.protocol import (
 )
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions
-from onnxlens.exporter.worker.crashes import crash_result, timeout_result
+from onnxlens.exporter.worker.crashes import crash_result, describe_status, timeout_result
 from onnxlens.exporter.worker.preload import Preloader
 from onnxlens.exporter.worker.warmup import warm_pipeline
 
@@ -49,8 +52,8 @@ OUTPUT_KEPT = 64 * 1024  # tail of a child's output kept for crash messages
 OUTPUT_FORWARDED = 64 * 1024  # output forwarded to the server as log frames, per job
 DUMP_GRACE = 2.0  # seconds a timed-out child gets to write its stack before SIGKILL
 DUMP_POLL = 0.05
-# A child that sent its result goes on writing the report and program dump (artifacts.py); it is
-# killed if that takes longer than this (our own code, but bounded all the same).
+# A child that sent its (completed) result goes on writing the report and program dump
+# (artifacts.py); it is killed if that takes longer than this (our own code, but bounded all the same).
 ARTIFACTS_GRACE = 60.0
 
 
@@ -74,7 +77,9 @@ class Child:
     saving: bool = False  # between the child's save-stage begin and end events
     kill_after_save: bool = False  # cancelled while saving: killed when the save ends
     result_sent: bool = False
-    artifacts_deadline: float = 0.0  # once the result is sent: when writing the artifacts ends
+    completes: bool = False  # its result said a completed result follows (verification runs)
+    completed: bool = False  # the completed result was sent (or why there is none)
+    artifacts_deadline: float = 0.0  # once the result is complete: when writing the artifacts ends
     cancelled: bool = False
     killed: bool = False
     timing_out: bool = False
@@ -83,6 +88,11 @@ class Child:
     kill_at: float = 0.0
     imports: list[str] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # as far as the child reported it
+
+    @property
+    def verifying(self) -> bool:
+        """Its result went out and the completed one is still to come."""
+        return self.result_sent and self.completes and not self.completed
 
 
 class Zygote:
@@ -166,7 +176,7 @@ class Zygote:
         the report of its export (within its artifacts deadline) before the zygote exits."""
         self.closing = True
         for job in self.jobs.values():
-            if not job.result_sent:
+            if not job.result_sent or job.verifying:
                 job.cancelled = True
                 self._kill(job)
 
@@ -253,11 +263,20 @@ class Zygote:
                 job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
+                job.completes = message.get("completes") is True
                 job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
                 job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
                 self._send({"type": "result", "id": job.id, "result": message.get("result"),
-                            "cancelled": False})
+                            "cancelled": False, "completes": job.completes})
+            elif message.get("type") == "completed" and job.verifying and not job.cancelled:
+                self._complete(job, message.get("result"))
         return True
+
+    def _complete(self, job: Child, result: Any, reason: str | None = None) -> None:
+        """The completed result (None: the child ended first; `reason` says how)."""
+        job.completed = True
+        job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
+        self._send({"type": "completed", "id": job.id, "result": result, "reason": reason})
 
     def _on_output(self, job: Child) -> bool:
         data = self._read_pipe(job, "output_fd")
@@ -313,13 +332,18 @@ class Zygote:
             if job.timing_out:
                 times.append(now + DUMP_POLL)
             else:
-                times.append(job.artifacts_deadline if job.result_sent else job.deadline)
+                times.append(job.artifacts_deadline if job.result_sent and not job.verifying else job.deadline)
         return max(0.0, min(times) - now) if times else None
 
     def _check_timers(self) -> None:
         now = time.monotonic()
         for job in list(self.jobs.values()):
             if job.killed:
+                continue
+            if job.verifying:
+                if now >= job.deadline:  # verification counts toward the job's time limit
+                    self._kill(job)
+                    self._complete(job, None, f"verification did not end within the time limit ({job.spec.timeout:g} s)")
                 continue
             if job.result_sent:
                 if now >= job.artifacts_deadline:
@@ -394,6 +418,9 @@ class Zygote:
             job.result_sent = True
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})
+        elif job.verifying and not job.cancelled:
+            how, _ = describe_status(status)
+            self._complete(job, None, f"the export process {how} while verifying")
         job.dump.close()
         self.preloader.want(job.imports)
         del self.jobs[job.id]

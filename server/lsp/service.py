@@ -7,6 +7,7 @@ else does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.server.exports import ExportService
@@ -73,8 +74,9 @@ class ServiceSlot:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
-    async def export(self, spec: TargetSpec, on_event: EventSink, *, use_cache: bool | None) -> ExportResult:
+    async def export(self, spec: TargetSpec, on_event: EventSink, *, use_cache: bool | None,
+                     on_saved: Callable[[ExportResult], None] | None = None) -> ExportResult:
         await self._ready.wait()
         if self.current is None:
             raise RuntimeError("the export service was stopped")
-        return await self.current.export(spec, on_event, use_cache=use_cache)
+        return await self.current.export(spec, on_event, use_cache=use_cache, on_saved=on_saved)
