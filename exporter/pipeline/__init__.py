@@ -151,14 +151,15 @@ class Pipeline:
         finally:
             job.result.finishing_seconds = time.perf_counter() - start
 
-    def export(self, spec: TargetSpec, on_event: EventSink = _ignore) -> Job:
+    def export(self, spec: TargetSpec, on_event: EventSink = _ignore, *, kept_fills_fd: int | None = None) -> Job:
         """The export up to its result (`job.result`); the report and the program dump are
         named but not written yet: `artifacts.write(job)` does that, after a worker child has
-        sent the result the editor waits for."""
+        sent the result the editor waits for. `kept_fills_fd`: the target's kept random fills
+        (kept_fills.py; a worker child gets them from the zygote)."""
         start = time.perf_counter()
         if internals.FULL:  # the public path cannot reach the counter: its files may differ in those names
             _counters_as_in_a_fresh_process()
-        job = Job(spec, self.tables, on_event)
+        job = Job(spec, self.tables, on_event, kept_fills_fd)
         opened: set[str] = set()
         try:
             with opened_files.recording(job.workspace) as opened:

@@ -44,6 +44,7 @@ class Job:
     spec: TargetSpec
     tables: Tables  # the pipeline's, shared by every job of the process
     on_event: EventSink
+    kept_fills_fd: int | None = None  # the target's kept random fills (kept_fills.py); None: none kept
     result: ExportResult = field(init=False)
     workspace: Workspace = field(init=False)
     stage: str = "load"  # the running stage

@@ -51,7 +51,7 @@ def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: 
         _capture_output(output_fd)
         _prepare_fault_reports(dump_fd)
         _restore_user_environment(user_env, job.get("options", {}), spec)
-        result, exported = _run(pipeline, spec, events_fd, started)
+        result, exported = _run(pipeline, spec, events_fd, started, job.get("kept_fills_fd"))
         completes = exported is not None and result.status == "ok"
         write_frame(events_fd, {"type": "result", "result": result.to_dict(), "completes": completes,
                                 "imports": library_modules(zygote_modules)})
@@ -142,7 +142,8 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> tuple[ExportResult, Job | None]:
+def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float,
+         kept_fills_fd: int | None) -> tuple[ExportResult, Job | None]:
     """The result, and the pipeline's job whose artifacts are still to be written (None when
     the pipeline did not get as far as returning one)."""
     workspace = Workspace.of(spec)
@@ -154,7 +155,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> tup
             write_frame(events_fd, {"type": "closure", "files": _imported_user_files(workspace)})
 
     try:
-        job = pipeline.export(spec, on_event)
+        job = pipeline.export(spec, on_event, kept_fills_fd=kept_fills_fd)
     except SystemExit as error:
         return _failed(spec, error, started,
                        f"user code called sys.exit({error.code!r}) during the export; the export "

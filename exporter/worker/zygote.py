@@ -17,6 +17,10 @@ went first (`completes`) verifies it within the job's own time limit and sends t
 result; if it dies or runs out of time first, the server is told why in a `completed` message
 without a result. It exits when its stdin closes (the server died or shut down), killing its
 children first; a child dies with it (PR_SET_PDEATHSIG).
+
+The zygote holds each target's kept random fills (a memory file the target's children get,
+pipeline/kept_fills.py): data only, never run, for the last `KEPT_TARGETS` targets exported,
+within kept_fills.LIMIT_BYTES together.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from onnxlens.exporter.worker.warmup import warm_pipeline
 OUTPUT_KEPT = 64 * 1024  # tail of a child's output kept for crash messages
 OUTPUT_FORWARDED = 64 * 1024  # output forwarded to the server as log frames, per job
 DUMP_GRACE = 2.0  # seconds a timed-out child gets to write its stack before SIGKILL
+KEPT_TARGETS = 8  # targets whose random fills are kept (the least recently exported go first)
 DUMP_POLL = 0.05
 # A child that sent its (completed) result goes on writing the report and program dump
 # (artifacts.py); it is killed if that takes longer than this (our own code, but bounded all the same).
@@ -103,6 +108,8 @@ class Zygote:
         self.replies_fd = replies_fd
         self.user_env = user_env
         self.jobs: dict[int, Child] = {}
+        # (root, target) -> the memory file of its kept random fills, least recently used first
+        self.kept_fills: dict[tuple[str, str], int] = {}
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
@@ -184,7 +191,8 @@ class Zygote:
 
     def _own_fds(self) -> list[int]:
         """Descriptors a child must close: the protocol, the loop's, other jobs' pipes."""
-        fds = [self.requests_fd, self.replies_fd, self.wakeup_r, self.wakeup_w, self.selector.fileno()]
+        fds = [self.requests_fd, self.replies_fd, self.wakeup_r, self.wakeup_w, self.selector.fileno(),
+               *self.kept_fills.values()]
         for job in self.jobs.values():
             fds += [fd for fd in (job.events_fd, job.output_fd, job.dump.fileno()) if fd is not None]
         return fds
@@ -200,16 +208,17 @@ class Zygote:
                 # It is writing the report of the export this job supersedes: its rename must not
                 # land after the new job's (atomic writes make the kill safe).
                 self._kill(earlier)
+        kept_fills_fd = self._kept_fills_of(spec)
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         dump = tempfile.TemporaryFile()
-        zygote_fds = self._own_fds() + [events_r, output_r]
+        zygote_fds = [fd for fd in self._own_fds() if fd != kept_fills_fd] + [events_r, output_r]
         pid = os.fork()
         if pid == 0:  # the child
             try:
                 from onnxlens.exporter.worker.child import run_child
 
-                run_child(self.pipeline, message, events_fd=events_w, output_fd=output_w,
+                run_child(self.pipeline, {**message, "kept_fills_fd": kept_fills_fd}, events_fd=events_w, output_fd=output_w,
                           dump_fd=dump.fileno(), zygote_pid=os.getppid(), zygote_fds=zygote_fds,
                           user_env=self.user_env)
             finally:
@@ -229,6 +238,23 @@ class Zygote:
         self.selector.register(events_r, selectors.EVENT_READ, lambda fd, job=job: self._on_events(job))
         self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
         self._send({"type": "started", "id": job.id, "pid": pid})
+
+    def _kept_fills_of(self, spec: TargetSpec) -> int | None:
+        """The memory file of the target's kept random fills (made on its first job)."""
+        from onnxlens.exporter.pipeline.kept_fills import LIMIT_BYTES  # (the pipeline is loaded by now)
+
+        key = (spec.root, spec.name)
+        fd = self.kept_fills.pop(key, None)
+        if fd is None:
+            try:
+                fd = os.memfd_create(f"onnxlens-fills-{spec.name}", os.MFD_CLOEXEC)
+            except (AttributeError, OSError):  # no memfd here: nothing is kept
+                return None
+        self.kept_fills[key] = fd
+        while len(self.kept_fills) > KEPT_TARGETS or (
+                len(self.kept_fills) > 1 and sum(os.fstat(kept).st_size for kept in self.kept_fills.values()) > LIMIT_BYTES):
+            os.close(self.kept_fills.pop(next(iter(self.kept_fills))))  # the least recently exported target's
+        return fd
 
     def _read_pipe(self, job: Child, name: str) -> bytes | None:
         """What the job's pipe `name` has now: None when nothing is there yet, or at its end
