@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 
 from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.worker.child import SPARE_NAMES
 from onnxlens.server.exports import ExportService
 
 MLP_SOURCE = '''
@@ -53,9 +54,11 @@ def spec_for(root: Path, file: str, *, name: str | None = None, model: str = "Mo
 
 
 def worker_children(service: ExportService) -> list[psutil.Process]:
-    """Every live process below the service's zygote (children, grandchildren)."""
+    """Every live process below the service's zygote (jobs' children, their children), but the
+    spare the zygote forks ahead of the next job (named so: exporter/worker/child.py)."""
     try:
         zygote = psutil.Process(service.worker.pid)
-        return [p for p in zygote.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+        return [p for p in zygote.children(recursive=True)
+                if p.status() != psutil.STATUS_ZOMBIE and p.name() not in SPARE_NAMES]
     except psutil.NoSuchProcess:
         return []
