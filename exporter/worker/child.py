@@ -37,7 +37,7 @@ from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.pipeline import artifacts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, FrameReader, write_frame
+from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
 from onnxlens.exporter.types import ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec, event_to_dict
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
 from onnxlens.exporter.worker.preload import library_modules
@@ -45,12 +45,6 @@ from onnxlens.exporter.worker.preload import library_modules
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
 _real_exit = os._exit
-# A spare's process names (ps, top, psutil's name()) until it takes a job: tests and people tell
-# it from a job's child by them. WARMING_NAME from its first instant (the zygote takes the name
-# around the fork), SPARE_NAME once it has told the zygote it is warm.
-WARMING_NAME = "onnxlens-warmup"
-SPARE_NAME = "onnxlens-spare"
-SPARE_NAMES = (WARMING_NAME, SPARE_NAME)
 
 
 def set_process_name(name: str) -> None:

@@ -50,13 +50,14 @@ from onnxlens.exporter.protocol import (
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
+    WARMING_NAME,
     FrameReader,
     ProtocolError,
     write_frame,
 )
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions
-from onnxlens.exporter.worker.child import WARMING_NAME, process_name, set_process_name
+from onnxlens.exporter.worker.child import process_name, set_process_name
 from onnxlens.exporter.worker.crashes import crash_result, describe_status, timeout_result
 from onnxlens.exporter.worker.preload import Preloader
 from onnxlens.exporter.worker.warmup import warm_pipeline
