@@ -147,6 +147,10 @@ class Finding(Plain):
     fixes: list[Fix] = field(default_factory=list)
     translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
     decomposition_offers: list[DecompositionOffer] = field(default_factory=list)  # `unsupported-op`: where torch has one
+    # The target's config key the finding is about ("model", "inputs", "dynamic-shapes",
+    # "custom-translations"), for a reference no line of code can be blamed for (a callable its
+    # module does not define): without a location, shown on that key's value in the config.
+    reference: str | None = None
 
     def __post_init__(self) -> None:
         if not self.severity:
@@ -279,6 +283,26 @@ class ExportResult(Plain):
         server and the CLI show a finding without one at the target's definition)."""
         finding = Finding(code=code, message=message, stage=stage, location=location)
         return cls(target=target, status="failed", findings=[finding])
+
+    def elsewhere(self) -> str:
+        """For a failed export whose first error is not in the model's own file (an import in
+        another module, shared with other targets; a reference in the config): that error in a
+        few words and where, ` — import failed: … No module named 'torchvision' (dino.py:9)`, for
+        the status lines that stand for the target. Empty otherwise."""
+        first = next((f for f in self.findings if f.severity == "error"), None)
+        if self.status == "ok" or first is None:
+            return ""
+        location = first.location
+        model_file = self.model_location.file if self.model_location else None
+        if location is not None and location.file == model_file:
+            return ""
+        words = next((line.strip() for line in first.message.splitlines() if line.strip()), first.code)
+        words = words if len(words) <= 90 else words[:89] + "…"
+        if location is not None:
+            where = f" ({location.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{location.line})"
+        else:
+            where = f" (the config's `{first.reference}`)" if first.reference else ""
+        return f" — {words}{where}"
 
 
 # -- verification -------------------------------------------------------------------------------
@@ -487,7 +511,7 @@ class ExportStatus(Plain):
                 " (cached)" if result.cached else "") + ("; verifying" if verifying else "")
         else:
             problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}"
+            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
         return cls(target=result.target, state=result.status, seconds=result.seconds,
                    node_count=result.node_count, problems=errors, warnings=warnings,
                    cached=result.cached, verified=verified, verifying=verifying, summary=summary)

@@ -118,21 +118,29 @@ class ResultCache:
         key = self.signing_key
         return hmac.new(key, payload, hashlib.sha256).digest() if key is not None else None
 
+    def _trusted(self, path: Path) -> dict[str, Any] | None:
+        """The stored payload ({key, files, result}) of the entry at `path` if it is trusted
+        (signed here, or another key's with trust_foreign), else None. Raises for a missing or
+        damaged file."""
+        entry = msgpack.unpackb(path.read_bytes(), raw=False)
+        if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+            return None
+        payload, signature = entry["payload"], entry["signature"]
+        expected = self._signature(payload)
+        signed_here = expected is not None and hmac.compare_digest(expected, signature)
+        if not signed_here and not self.trust_foreign:
+            if expected is not None:
+                log.info("ignoring %s: not written by onnxlens for this user on this machine", path)
+            return None
+        return msgpack.unpackb(payload, raw=False)
+
     def load(self, spec: TargetSpec) -> ExportResult | None:
         """The cached result if it is trusted and still valid for the files as they are now, else None."""
         path = cache_file(spec)
         try:
-            entry = msgpack.unpackb(path.read_bytes(), raw=False)
-            if entry.get("format") != CACHE_FORMAT or entry.get("version") != CACHE_VERSION:
+            stored = self._trusted(path)
+            if stored is None:
                 return None
-            payload, signature = entry["payload"], entry["signature"]
-            expected = self._signature(payload)
-            signed_here = expected is not None and hmac.compare_digest(expected, signature)
-            if not signed_here and not self.trust_foreign:
-                if expected is not None:
-                    log.info("ignoring %s: not written by onnxlens for this user on this machine", path)
-                return None
-            stored = msgpack.unpackb(payload, raw=False)
             files, stored_key, data = stored["files"], stored["key"], stored["result"]
             if not files or self.key(spec, files) != stored_key:
                 return None
@@ -146,6 +154,16 @@ class ResultCache:
             return None
         result.cached = True
         return result
+
+    def stored_files(self, spec: TargetSpec) -> list[str] | None:
+        """The files the target's trusted cached result depended on when it was stored, whether
+        or not they changed since (None: no trusted, readable entry): which targets a changed file
+        reaches (server/reach.py)."""
+        try:
+            stored = self._trusted(cache_file(spec))
+            return [str(path) for path in stored["files"]] if stored is not None else None
+        except Exception:  # noqa: BLE001 - a missing or damaged entry: the closure is unknown
+            return None
 
     def store(self, spec: TargetSpec, result: ExportResult, *, job_started_ns: int) -> bool:
         """Remember `result` for the files as they are now. Returns whether it was stored.
@@ -200,3 +218,4 @@ def _written_files_intact(result: ExportResult, entry: Path) -> bool:
                         file.path, problem, entry)
             return False
     return True
+

@@ -1,13 +1,16 @@
 """`onnxlens` command line: `onnxlens serve` (LSP on stdio), `onnxlens check` (CI), `onnxlens
-init` (export targets for the workspace's models) and `onnxlens --version` (onnxlens, the ONNX
-stack, the worker's interpreter, the torch adapter).
+init` (export targets for the workspace's models), `onnxlens merge` (shards' results joined) and
+`onnxlens --version` (onnxlens, the ONNX stack, the worker's interpreter, the torch adapter).
 
 `onnxlens check` exports the workspace's targets through the same ExportService the language
-server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF.
+server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF;
+with `--baseline` it is a regression gate (server/gate.py), with `--shard K/N` one part of a CI
+matrix (server/shards.py), with `--changed FILE...` a pre-commit hook (server/reach.py).
 
-Exit status: 0 no error findings, 1 error findings (warnings such as `mismatch` do not fail),
-2 usage or config error, or an internal error of onnxlens itself. Our own failures never end in
-a traceback (set ONNXLENS_DEBUG=1 to see one).
+Exit status (`status_of`, one rule for `check` and `merge`): 0 no error findings, 1 error
+findings (warnings such as `mismatch` do not fail) — with a baseline: 0 the gate passed, 1 it
+failed —, 2 usage or config error, or an internal error of onnxlens itself. Our own failures
+never end in a traceback (set ONNXLENS_DEBUG=1 to see one).
 """
 
 from __future__ import annotations
@@ -15,16 +18,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import os
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
+from onnxlens.exporter import atomic
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions, version_lines
 from onnxlens.server.config import Workspace, find_config, load_workspace
-from onnxlens.server.formats import RENDERERS, CheckRun, progress_line
+from onnxlens.server.formats import RENDERERS, CheckRun, progress_line, to_json_data
+from onnxlens.server.gate import BaselineError, Thresholds, compare, load_baseline
+from onnxlens.server.shards import Shard, ShardError, parse_shard, shard_of
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -78,11 +85,34 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--format", choices=sorted(RENDERERS), default="text", help="output format (default: text)")
     check.add_argument("--jobs", type=_positive_int, default=min(os.cpu_count() or 1, 4), metavar="N",
                        help="exports at once (default: CPUs, at most 4)")
+    check.add_argument("--memory-budget", type=_positive_int, metavar="MB",
+                       help="memory the export processes running at once may need together "
+                            "(default: 80%% of the memory available when the check starts)")
     check.add_argument("--no-verify", action="store_true", help="skip the onnxruntime comparison")
     check.add_argument("--no-cache", action="store_true", help="export even if a cached result is valid")
     check.add_argument("--trust-cache", action="store_true",
                        help="also use cached results this user did not write on this machine (a cache "
                             "restored in CI); their files must still be unchanged")
+    check.add_argument("--baseline", type=Path, metavar="FILE",
+                       help="regression gate: compare with this saved result; the exit status says whether "
+                            "the gate passed")
+    check.add_argument("--save-baseline", type=Path, metavar="FILE",
+                       help="write this run's JSON result, with what a later --baseline compares, to FILE")
+    check.add_argument("--summary", type=Path, metavar="FILE",
+                       help="write a markdown summary (for a pull-request comment) to FILE")
+    check.add_argument("--shard", metavar="K/N",
+                       help="export only the K-th of N parts of the targets (balanced by --baseline's times)")
+    check.add_argument("--changed", nargs="+", default=None, metavar="FILE",
+                       help="export only the targets these files reach (a pre-commit hook's staged files)")
+    merge = sub.add_parser(
+        "merge", help="join the JSON or SARIF results of `check --shard` runs into one",
+        description="Join the results of the shards of one check (all JSON, or all SARIF) into the result "
+                    "the unsharded check gives, on stdout. Exit status as `check`'s for the joined result "
+                    "(with a baseline: the gate's), 2 for files that do not belong together.",
+    )
+    merge.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the shards' results")
+    merge.add_argument("--summary", type=Path, metavar="FILE",
+                       help="write the markdown summary of the joined JSON result to FILE")
     init = sub.add_parser(
         "init", help="add an export target for each model the workspace defines",
         description="Find the nn.Module classes (constructed without arguments) and model factory "
@@ -99,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)  # usage mistakes: argparse prints them and exits 2
     try:
-        status = serve() if args.command == "serve" else init(args) if args.command == "init" else check(args)
+        status = COMMANDS[args.command](args)
     except UsageError as error:
         print(f"onnxlens: {error}", file=sys.stderr)
         status = EXIT_USAGE
@@ -115,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(status)
 
 
-def serve() -> int:
+def serve(args: argparse.Namespace | None = None) -> int:
     # Imported only here: `onnxlens check` must not pay for pygls.
     try:
         from onnxlens.server.lsp.app import serve as serve_lsp
@@ -130,7 +160,8 @@ def serve() -> int:
 
 def check(args: argparse.Namespace) -> int:
     workspace = _load(Path(args.path))
-    specs = _select(workspace, args.target)
+    baseline = _baseline(args.baseline)
+    specs, shard = _narrowed(args, workspace, baseline)
     if args.no_verify:
         specs = [dataclasses.replace(spec, verify=False) for spec in specs]
 
@@ -142,26 +173,124 @@ def check(args: argparse.Namespace) -> int:
             print(progress_line(result), file=sys.stderr, flush=True)
 
     results: list[ExportResult] = []
+    memory: dict[str, float] = {}
     internal_errors = 0
+    if show_progress:
+        _announce(shard, args.changed, len(specs))
     if specs:
         if show_progress:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
                   f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
-        results, internal_errors = asyncio.run(
-            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache,
-                        trust_cache=args.trust_cache, on_done=finished))
+        estimates = {t["name"]: float(t["memory_mb"]) for t in baseline["targets"] if t.get("memory_mb")} if baseline else {}
+        results, memory, internal_errors = asyncio.run(
+            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
+                        on_done=finished, memory_budget_mb=args.memory_budget or _default_memory_budget(),
+                        memory_estimates=estimates))
     run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
-                   selection=args.target)
+                   selection=args.target, shard=shard, memory_mb=memory)
+    if baseline is not None or args.save_baseline is not None:
+        from onnxlens.server.graphs import summarize
+
+        run.graphs = {result.target: summarize(result.onnx or result.graph_onnx)
+                      for result in results if result.status == "ok" and (result.onnx or result.graph_onnx)}
+    if baseline is not None:
+        run.gate = compare(baseline, to_json_data(run), workspace, Thresholds.from_config(workspace.gate),
+                           str(args.baseline))
+    data = to_json_data(run) if (args.save_baseline or args.summary or run.gate) else None
+    if args.save_baseline is not None:
+        _write(args.save_baseline, json.dumps(data, indent=2) + "\n")
+    if args.summary is not None:
+        from onnxlens.server.summary import render_summary
+
+        _write(args.summary, render_summary(data))
     sys.stdout.write(RENDERERS[args.format](run))
     sys.stdout.flush()
 
-    return EXIT_USAGE if internal_errors else exit_status(run)
+    return EXIT_USAGE if internal_errors else status_of(data if data is not None else to_json_data(run))
+
+
+def _narrowed(args: argparse.Namespace, workspace: Workspace, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
+    """The targets this check exports: --target's, then those --changed files reach, then this
+    --shard's part of them (balanced by the baseline's times)."""
+    specs = _select(workspace, args.target)
+    if args.changed is not None:
+        from onnxlens.server.cache import ResultCache
+        from onnxlens.server.reach import reached
+
+        cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
+        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
+    if not args.shard:
+        return specs, None
+    try:
+        index, count = parse_shard(args.shard)
+    except ShardError as error:
+        raise UsageError(str(error)) from None
+    seconds = {t["name"]: float(t.get("seconds") or 0) for t in baseline["targets"]} if baseline else {}
+    shard = shard_of([spec.name for spec in specs], index, count, seconds)
+    return [spec for spec in specs if spec.name in shard.assigned], shard
+
+
+def _announce(shard: Shard | None, changed: list[str] | None, selected: int) -> None:
+    """What --shard and --changed left to export (text mode, stderr)."""
+    if shard is not None:
+        balance = "the baseline's times" if shard.balanced_by == "times" else "count"
+        print(f"onnxlens: shard {shard.index}/{shard.count}: {len(shard.assigned)} of {len(shard.targets)} "
+              f"targets (balanced by {balance})", file=sys.stderr, flush=True)
+    if changed is not None:
+        print(f"onnxlens: {selected} target{'s' if selected != 1 else ''} reached by the "
+              f"{len(changed)} changed file{'s' if len(changed) != 1 else ''}", file=sys.stderr, flush=True)
+
+
+def _baseline(path: Path | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        return load_baseline(path)
+    except BaselineError as error:
+        raise UsageError(str(error)) from None
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        atomic.write_text(str(path), text)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {error}") from None
+
+
+def _default_memory_budget() -> float | None:
+    """80 % of the memory the kernel says is available now (MemAvailable); None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024 * 0.8
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def merge(args: argparse.Namespace) -> int:
+    """`onnxlens merge`: the shards' results joined (server/merge.py), on stdout."""
+    from onnxlens.server.merge import MergeError, merge_files
+
+    try:
+        kind, merged = merge_files(args.files)
+    except MergeError as error:
+        raise UsageError(str(error)) from None
+    if args.summary is not None:
+        if kind != "json":
+            raise UsageError("--summary needs the shards' JSON results (SARIF has no gate or graph data)")
+        from onnxlens.server.summary import render_summary
+
+        _write(args.summary, render_summary(merged))
+    sys.stdout.write(json.dumps(merged, indent=2) + "\n")
+    sys.stdout.flush()
+    return status_of(merged) if kind == "json" else _sarif_status(merged)
 
 
 def init(args: argparse.Namespace) -> int:
     """`onnxlens init`: plan the targets (server/workspace_targets.py, server/target_fix.py), print
     them, and unless --dry-run apply the insertions to the files."""
-    from onnxlens.exporter import atomic
     from onnxlens.server.edits import apply_insertions
     from onnxlens.server.workspace_targets import plan_workspace
 
@@ -179,7 +308,7 @@ def init(args: argparse.Namespace) -> int:
     fix = plan.fix
     if fix is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
-              "(nn.Module classes constructed without arguments, and factory functions)")
+              "(top-level nn.Module models, not the blocks other models build, and model factory functions)")
         return EXIT_OK
     verb = "would add" if args.dry_run else "added"
     for target in fix.targets:
@@ -207,15 +336,35 @@ def _relative(file: str, root: Path) -> str:
 
 
 def exit_status(run: CheckRun) -> int:
-    """2 for config errors, 1 for error findings, else 0: warnings (e.g. `mismatch`) pass."""
-    if run.workspace.findings:
+    """The exit status of a run (`status_of` its JSON result)."""
+    return status_of(to_json_data(run))
+
+
+def status_of(data: dict) -> int:
+    """2 for config errors; with a gate (`--baseline`): 1 if it failed, else 0; without: 1 for
+    error findings, else 0 (warnings, e.g. `mismatch`, pass). One rule for `check` and `merge`."""
+    if data["config_diagnostics"]:
         return EXIT_USAGE
-    if any(finding.severity == "error" for _, finding in run.findings):
+    if "gate" in data:
+        return EXIT_OK if data["gate"]["passed"] else EXIT_FINDINGS
+    if any(d["severity"] == "error" for target in data["targets"] for d in target["diagnostics"]):
         return EXIT_FINDINGS
     # A failed export that explains nothing must still fail the build.
-    if any(result.status != "ok" and not result.findings for result in run.results):
+    if any(target["status"] != "ok" and not target["diagnostics"] for target in data["targets"]):
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _sarif_status(sarif: dict) -> int:
+    """A joined SARIF log's exit status: as `status_of`, from its results (with a baseline, a new
+    error or warning result fails, as the gate does)."""
+    results = [r for run in sarif["runs"] for r in run.get("results", [])]
+    if any(r["ruleId"] == "config" for r in results):
+        return EXIT_USAGE
+    if any("baselineState" in r for r in results):
+        failing = [r for r in results if r.get("baselineState") == "new" and r["level"] in ("error", "warning")]
+        return EXIT_FINDINGS if failing else EXIT_OK
+    return EXIT_FINDINGS if any(r["level"] == "error" for r in results) else EXIT_OK
 
 
 def _load(path: Path) -> Workspace:
@@ -243,12 +392,16 @@ def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
 
 
 async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, trust_cache: bool,
-                      on_done: Callable[[ExportResult], None]) -> tuple[list[ExportResult], int]:
-    """Export every spec (at most `jobs` at once); returns results in spec order and the
-    number of exports that failed inside onnxlens itself (not in the user's model)."""
+                      on_done: Callable[[ExportResult], None], memory_budget_mb: float | None = None,
+                      memory_estimates: dict[str, float] | None = None,
+                      ) -> tuple[list[ExportResult], dict[str, float], int]:
+    """Export every spec (at most `jobs` at once, within the memory budget); returns results in
+    spec order, each export process's peak memory (MB, by target), and the number of exports
+    that failed inside onnxlens itself (not in the user's model)."""
     from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
 
-    service = ExportService(jobs=jobs, use_cache=use_cache, trust_cache=trust_cache)
+    service = ExportService(jobs=jobs, use_cache=use_cache, trust_cache=trust_cache,
+                            memory_budget_mb=memory_budget_mb, memory_estimates=memory_estimates)
     internal_errors = 0
 
     async def one(spec: TargetSpec) -> ExportResult:
@@ -268,8 +421,12 @@ async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, tr
             await service.start()
         results = await asyncio.gather(*(one(spec) for spec in specs))
     finally:
-        await service.shutdown()
-    return list(results), internal_errors
+        await service.shutdown()  # every job's process has exited: its peak memory is known
+    return list(results), dict(service.peak_memory_mb), internal_errors
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"serve": serve, "check": check, "init": init,
+                                                             "merge": merge}
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ Keys (docs/configuration.md), global and per target where marked:
     output-dir (global), allow-output-outside-workspace (global), verify*, timeout*, opset*,
     memory-limit* (MB; an onnxlens extension), source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
-            custom-translations, extra-decompositions.
+            custom-translations, extra-decompositions;
+    gate (the table [tool.onnxlens.gate], `onnxlens check --baseline`): node-count-percent,
+            initializer-size-percent, verification-error-factor.
 """
 
 from __future__ import annotations
@@ -45,7 +47,18 @@ class Workspace:
     # name -> 1-based line of its [[target]] header, for EVERY declared target (with or without
     # config mistakes): findings without a source line can be put there.
     target_lines: dict[str, int] = field(default_factory=dict)
+    # name -> reference key ("model", "inputs", ...) -> where its value is written, for the valid
+    # targets: a finding about a reference no line of code can be blamed for goes there.
+    reference_values: dict[str, dict[str, Location]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)  # `config` findings
+    gate: dict[str, float] = field(default_factory=dict)  # the valid keys of [tool.onnxlens.gate]
+
+    def place_in_config(self, target: str | None, finding: Finding) -> Location:
+        """Where a finding without a source location is shown in the config: on the value of the
+        reference it is about (`Finding.reference`), else on its target's [[target]] header line
+        (the first line for a config finding)."""
+        written = self.reference_values.get(target or "", {}).get(finding.reference or "")
+        return written or Location(str(self.config_file), self.target_lines.get(target or "", 1))
 
 
 def find_config(start: Path) -> Path | None:
@@ -147,6 +160,14 @@ def _check_positive_int(what: str) -> Callable[[str, Any], str | None]:
     return check
 
 
+def _check_at_least(minimum: float, what: str) -> Callable[[str, Any], str | None]:
+    def check(key: str, value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+            return _wrong(key, what, value)
+        return None
+    return check
+
+
 def _check_names(key: str, value: Any) -> str | None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         return _wrong(key, "an array of non-empty strings", value)
@@ -218,6 +239,12 @@ TARGET_CHECKS = {
     "output-names": _check_names,
     "extra-decompositions": _check_op_names,
     **_SHARED_CHECKS,
+}
+# The regression gate's thresholds (server/gate.py has their defaults and meaning).
+GATE_CHECKS = {
+    "node-count-percent": _check_at_least(0, "a number of percent, 0 or more"),
+    "initializer-size-percent": _check_at_least(0, "a number of percent, 0 or more"),
+    "verification-error-factor": _check_at_least(1, "a factor, 1 or more"),
 }
 REFERENCE_KEYS = ("model", "inputs", "dynamic-shapes", "custom-translations")
 REQUIRED_TARGET_KEYS = ("model", "inputs")
@@ -344,7 +371,7 @@ class _Loader:
 
     def load_global(self, table: dict[str, Any]) -> None:
         where = "[tool.onnxlens]" if self.is_pyproject else "onnxlens.toml"
-        self.defaults = self.check_keys(table, self.main_site, GLOBAL_CHECKS, ("target",), where)
+        self.defaults = self.check_keys(table, self.main_site, GLOBAL_CHECKS, ("target", "gate"), where)
         root = self.workspace.root
         self.workspace.output_dir = (root / self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR)).resolve()
         problem = self._outside_problem("output-dir", self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR),
@@ -354,6 +381,18 @@ class _Loader:
             self.error(problem + "; no target is exported",
                        self._value_span(self.main_site, "output-dir") if "output-dir" in self.defaults
                        else self.main_site.header)
+        if "gate" in table:
+            self.load_gate(table["gate"])
+
+    def load_gate(self, table: Any) -> None:
+        header = "[tool.onnxlens.gate]" if self.is_pyproject else "[gate]"
+        site = next((t for t in self.tables if t.path == (*self.prefix, "gate") and not t.is_array), None)
+        if not isinstance(table, dict):
+            self.error(f"`gate` must be a table ({header})", self._key_span(self.main_site, "gate"))
+            return
+        if site is None:  # an inline table: its keys are on the `gate = {...}` line
+            site = TableSite(path=(), is_array=False, header=self._key_span(self.main_site, "gate"))
+        self.workspace.gate = self.check_keys(table, site, GATE_CHECKS, (), header)
 
     def _outside_problem(self, key: str, value: str, resolved: Path) -> str | None:
         """The mistake of an output path outside the workspace, unless that is allowed."""
@@ -428,6 +467,9 @@ class _Loader:
                 self.workspace.target_lines[name] = site.header.line
         if len(self.workspace.findings) > errors_before or name is None:
             return None
+        self.workspace.reference_values[name] = {
+            key: Location(str(self.path), span.line, span.column, span.line, span.end_column)
+            for key in REFERENCE_KEYS if key in values and (span := self._value_span(site, key)) is not None}
         spec = self.make_spec(name, values)
         if "output" in values:
             problem = self._outside_problem("output", values["output"], Path(spec.output))

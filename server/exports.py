@@ -21,24 +21,37 @@ from collections.abc import Callable
 from onnxlens.exporter import references
 from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
+from onnxlens.server.admission import Admission, Ticket
 from onnxlens.server.cache import ResultCache
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
 
+# What a job is taken to need when nothing tells (no earlier export of the target, no
+# `memory-limit`, no other estimate): roughly a small model's export process.
+DEFAULT_JOB_MEMORY_MB = 1024.0
+
 
 class ExportService:
     def __init__(self, *, jobs: int = 1, use_cache: bool = True, trust_cache: bool = False,
-                 python: str | None = None, env: dict[str, str] | None = None) -> None:
+                 python: str | None = None, env: dict[str, str] | None = None,
+                 memory_budget_mb: float | None = None, memory_estimates: dict[str, float] | None = None) -> None:
         """`python`: the user's interpreter (it needs torch and onnxlens); `env`: its
         environment (default: ours); `trust_cache`: use cached results signed by another key too
-        (server/cache.py; `onnxlens check --trust-cache` only, never the editor)."""
+        (server/cache.py; `onnxlens check --trust-cache` only, never the editor).
+
+        `memory_budget_mb`: the memory the export processes running at once may need together
+        (server/admission.py; None: no limit), each job estimated by `memory_estimate`;
+        `memory_estimates`: target -> MB its export process peaked at before (a baseline's).
+        """
         self.jobs = max(1, jobs)
         self.use_cache = use_cache
         self.python = python or sys.executable
         self.env = env
         self.cache = ResultCache(self.python, env, trust_foreign=trust_cache)
-        self._slots = asyncio.Semaphore(self.jobs)
+        self.admission = Admission(self.jobs, memory_budget_mb)
+        self.memory_estimates: dict[str, float] = dict(memory_estimates or {})
+        self.peak_memory_mb: dict[str, float] = {}  # target -> its export process's peak (this service's jobs)
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced, finishing their last jobs
         self._preload_deny: set[str] = set()  # shared by every worker of this service
@@ -83,12 +96,37 @@ class ExportService:
             if hit is not None:
                 sink(CachedEvent(target=spec.name))
                 return hit
-        async with self._slots:
+        ticket = await self.admission.admit(self.memory_estimate(spec))
+        exited: asyncio.Future | None = None
+        try:
             started_ns = time.time_ns()
-            result = await self._run(spec, sink, on_saved)
+            result, exited = await self._run(spec, sink, on_saved)
+        finally:
+            ticket.release_slot()
+            if exited is None:
+                ticket.release_memory()
+            else:  # the process holds its memory until it has written its report and exited
+                exited.add_done_callback(lambda done: self._exited(spec.name, done, ticket))
         if not result.cached:
             self.cache.store(spec, result, job_started_ns=started_ns)
         return result
+
+    def memory_estimate(self, spec: TargetSpec) -> float:
+        """MB the target's export process is taken to need: its last export's peak, else its
+        `memory-limit`, else the largest estimate known, else DEFAULT_JOB_MEMORY_MB."""
+        if spec.name in self.memory_estimates:
+            return self.memory_estimates[spec.name]
+        if spec.memory_limit_mb:
+            return float(spec.memory_limit_mb)
+        return max(self.memory_estimates.values(), default=DEFAULT_JOB_MEMORY_MB)
+
+    def _exited(self, target: str, done: asyncio.Future, ticket: Ticket) -> None:
+        """A job's process is gone: learn its peak memory (the kernel's peak resident size of the
+        process, pages shared with the zygote included) and give its memory back."""
+        message = None if done.cancelled() else done.result()
+        if message and message.get("max_rss_kb"):
+            self.peak_memory_mb[target] = self.memory_estimates[target] = message["max_rss_kb"] / 1024
+        ticket.release_memory()
 
     async def shutdown(self) -> None:
         """Stop the worker and every job; no process is left behind."""
@@ -115,33 +153,35 @@ class ExportService:
                 await self._worker.start()
             return self._worker
 
-    async def _run(self, spec: TargetSpec, sink: EventSink,
-                   on_saved: Callable[[ExportResult], None] | None) -> ExportResult:
+    async def _run(self, spec: TargetSpec, sink: EventSink, on_saved: Callable[[ExportResult], None] | None
+                   ) -> tuple[ExportResult, asyncio.Future | None]:
+        """The result, and the future of the job's `exited` frame when a process ran it."""
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
-                return _worker_failure(spec, "the export service was shut down")
+                return _worker_failure(spec, "the export service was shut down"), None
             worker = await self._current_worker()
+            exited: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 await worker.wait_ready()
                 message = await worker.run(
-                    spec, sink, threads=self.threads_per_job,
+                    spec, sink, threads=self.threads_per_job, exited=exited,
                     on_result=(lambda saved: on_saved(ExportResult.from_dict(saved["result"]))) if on_saved else None)
             except WorkerUnavailable as error:
                 if error.permanent:
-                    return _worker_failure(spec, str(error))
+                    return _worker_failure(spec, str(error)), None
                 problem = str(error)
             except WorkerDied as error:
                 problem = str(error)
             except WorkerUnresponsive as error:
                 await worker.kill()
-                return _worker_failure(spec, str(error), code="timeout")
+                return _worker_failure(spec, str(error), code="timeout"), None
             else:
                 if message.get("result") is None and message.get("saved") is not None:
-                    return _not_verified(message["saved"], message.get("reason"))
-                return ExportResult.from_dict(message["result"])
+                    return _not_verified(message["saved"], message.get("reason")), exited
+                return ExportResult.from_dict(message["result"]), exited
             log.warning("export of %s: %s (attempt %d)", spec.name, problem, attempt)
-        return _worker_failure(spec, problem)
+        return _worker_failure(spec, problem), None
 
 
 def _not_verified(saved: dict, reason: str | None) -> ExportResult:

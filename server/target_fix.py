@@ -8,17 +8,23 @@ The edits, as plain insertions (server/edits.py):
   such table), or a `[[target]]` in onnxlens.toml when the workspace has that file. The user's
   bytes stay as they are: text is only appended, and the result must parse as TOML with the new
   targets in it, or there is no fix (an inline `tool.onnxlens = {...}` cannot be extended so);
-* in the model's file, after the class or function: `example_inputs_<name>()`, tensors from
-  `forward`'s parameters (below), and, for a class whose constructor needs arguments (or a
-  factory that does), a `build_<name>()` that raises NotImplementedError until the user gives
-  them: the export then says so on that line. `import torch` is added when the file lacks it.
+* in the model's file, after the class or function: `example_inputs_<name>()`, and, for a
+  class whose constructor needs arguments (or a factory that does), a `build_<name>()`: the
+  model built as the workspace builds it (server/model_usage.py's recipe), or from the
+  constructor's signature with `...` where nothing tells a value and a NotImplementedError on
+  the line before naming each (the export reports it there). `import torch` is added when the
+  file lacks it.
 
-Example inputs per parameter of forward without a default (when every parameter has one, the
-first: `input_ids=None` models need it): token ids (`input_ids`, `*_ids`, `tokens`) are
-`torch.randint(0, V, (2, 16))` with V the first nn.Embedding's literal size (else 1000),
-`attention_mask` is ones, the first other tensor follows the first layer (Linear: (2, in),
-Conv2d: (2, C, 32, 32), Conv1d: (2, C, 64)), and anything else is `torch.randn(2, 8)` marked
-TODO.
+Example inputs: the workspace's own call of the model (server/model_usage.py) when it has one;
+else per parameter of forward without a default (when every parameter has one, the first:
+`input_ids=None` models need it): token ids (a parameter forward feeds to an nn.Embedding, or
+named `input_ids`, `*_ids`, `tokens`) are `torch.randint(0, V, (2, 16))` with V the embedding's
+size as the model is built (else 1000, marked TODO), `attention_mask` is ones, an image of a
+model whose constructor says its size (`img_size`, `image_size`; channels from `in_chans`,
+`in_channels`, `channels`) is `torch.randn(B, C, H, W)` (B 1 from LARGE_IMAGE pixels, else 2),
+an `Optional[...]` parameter is None, the first other tensor follows the first layer (Linear:
+(2, in), Conv2d: (2, C, 32, 32), Conv1d: (2, C, 64)), and anything else is `torch.randn(2, 8)`
+marked TODO. docs/cli.md is the user's statement of these rules.
 
 Torch-free and LSP-free.
 """
@@ -35,12 +41,19 @@ from typing import Any
 
 from onnxlens.exporter import references
 from onnxlens.server.edits import Insertion, apply_insertions
+from onnxlens.server.model_usage import ExampleCall, Recipe, Usage, file_index, module_name, value_of
 from onnxlens.server.target_candidates import Candidate, Parameter
 
 PYPROJECT, ONNXLENS_TOML = "pyproject.toml", "onnxlens.toml"
 DEFAULT_VOCABULARY = 1000
 _TOKEN_NAME = re.compile(r"^(input_ids|tokens?|token_ids|ids|.*_ids)$")
 _SCALARS = {"int": "1", "float": "1.0", "bool": "False", "str": '""'}
+# Constructor parameters that give an image's size and channels (timm, segment-anything,
+# vit-pytorch and torchvision spell them so).
+IMAGE_SIZE_PARAMETERS = ("img_size", "image_size")
+CHANNEL_PARAMETERS = ("in_chans", "in_channels", "channels", "num_channels")
+VIDEO_PARAMETERS = ("frames", "num_frames")  # a constructor that takes them makes a video model
+LARGE_IMAGE = 512 * 512  # pixels from which an example image has batch 1, not 2
 
 
 class TargetFixError(Exception):
@@ -53,6 +66,7 @@ class Choice:
 
     file: Path  # absolute
     candidate: Candidate
+    usage: Usage | None = None  # how the workspace builds and calls it; None: read from its file alone
 
 
 @dataclass(frozen=True)
@@ -146,12 +160,16 @@ def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | N
         inputs_function = _unique(f"example_inputs_{identifier}", bound, separator="_")
         bound.add(inputs_function)
         model = choice.candidate.name
+        usage = choice.usage if choice.usage is not None else \
+            file_index(where, text).usage(choice.candidate, tree, module_name(root, file))
         source = ""
         if choice.candidate.needs_arguments:
             model = _unique(f"build_{identifier}", bound, separator="_")
             bound.add(model)
-            source += "\n\n" + _builder(model, name, choice.candidate)
-        source += "\n\n" + example_inputs_source(inputs_function, name, choice.candidate)
+            recipe = usage.recipe if choice.candidate.kind == "class" else None
+            source += "\n\n" + (recipe_builder(model, name, choice.candidate, recipe) if recipe is not None
+                                  else _builder(model, name, choice.candidate))
+        source += "\n\n" + example_inputs_source(inputs_function, name, choice.candidate, usage)
         if not _binds_torch(tree) and file not in imports_added:
             imports_added.add(file)
             line = _import_line(tree)
@@ -170,22 +188,26 @@ def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | N
 
 # --- the model's file ----------------------------------------------------------------------
 
-def example_inputs_source(function: str, target: str, candidate: Candidate) -> str:
-    """`def <function>():` returning example inputs for the candidate's forward."""
+def example_inputs_source(function: str, target: str, candidate: Candidate, usage: Usage | None = None) -> str:
+    """`def <function>():` returning example inputs for the candidate's forward: the workspace's
+    own call of the model when it has one, else a tensor per parameter (module docstring)."""
+    described = f"{candidate.name}.forward" if candidate.kind == "class" else \
+        f"{candidate.model_class}.forward" if candidate.model_class else "the model's forward"
+    if usage is not None and usage.example is not None:
+        return _example_call_source(function, target, described, usage.example)
     parameters = candidate.required_inputs
     if not parameters and candidate.forward:
         parameters = [candidate.forward[0]]  # all optional (input_ids=None): the first is the input
+    arguments = usage.arguments if usage is not None else {}
     body: list[str] = []
     positional: list[str] = []
     keywords: list[str] = []
     shaped = False  # the first layer's size went to a parameter already
-    described = f"{candidate.name}.forward" if candidate.kind == "class" else \
-        f"{candidate.model_class}.forward" if candidate.model_class else "the model's forward"
     if candidate.forward is None:
         body.append("    x = torch.randn(2, 8)  # TODO: the shape forward expects (its class is not in this file)")
         positional.append("x")
     for parameter in parameters:
-        value, shaped = _value(parameter, candidate, shaped)
+        value, shaped = _value(parameter, candidate, arguments, shaped)
         body.append(f"    {parameter.name} = {value}")
         (keywords if parameter.keyword_only else positional).append(parameter.name)
     args = f"({positional[0]},)" if len(positional) == 1 else f"({', '.join(positional)})"
@@ -197,21 +219,83 @@ def example_inputs_source(function: str, target: str, candidate: Candidate) -> s
             + f"    return {result}\n")
 
 
-def _value(parameter: Parameter, candidate: Candidate, shaped: bool) -> tuple[str, bool]:
+def _example_call_source(function: str, target: str, described: str, example: ExampleCall) -> str:
+    body = "".join(f"    {line}\n" for statement in example.statements for line in statement.splitlines())
+    args = f"({example.arguments[0]},)" if len(example.arguments) == 1 else f"({', '.join(example.arguments)})"
+    kwargs = "{" + ", ".join(f'"{k}": {v}' for k, v in example.keywords) + "}"
+    result = f"{args}, {kwargs}" if example.keywords else args
+    return (f"def {function}():\n"
+            f'    """Example inputs of the ONNX export target `{target}` ({described}), as {example.origin} calls it."""\n'
+            + body + f"    return {result}\n")
+
+
+def _value(parameter: Parameter, candidate: Candidate, arguments: dict[str, Any], shaped: bool) -> tuple[str, bool]:
     name, annotation = parameter.name, (parameter.annotation or "").replace("torch.", "")
     if annotation in _SCALARS:
         return f"{_SCALARS[annotation]}  # TODO: the value forward expects", shaped
-    if _TOKEN_NAME.match(name):
-        vocabulary = candidate.vocabulary or DEFAULT_VOCABULARY
-        return f"torch.randint(0, {vocabulary}, (2, 16))", shaped
+    if annotation.startswith("Optional[") or annotation.endswith("| None") or annotation.startswith("None |"):
+        return "None  # TODO: optional; give a value to export that path", shaped
+    embedding = dict(candidate.token_inputs).get(name)
+    if embedding is not None or _TOKEN_NAME.match(name):
+        size = _positive_int(value_of(embedding, arguments, {})) if embedding is not None else None
+        if size is None and embedding is None:
+            size = candidate.vocabulary
+        if size is not None:
+            return f"torch.randint(0, {size}, (2, 16))  # token ids below the vocabulary size, {size}", shaped
+        below = f"{embedding}, the size of the nn.Embedding it goes to" if embedding else "the vocabulary size"
+        return f"torch.randint(0, {DEFAULT_VOCABULARY}, (2, 16))  # TODO: token ids below {below}", shaped
     if name == "attention_mask":
         return "torch.ones(2, 16, dtype=torch.long)", shaped
+    image = None if shaped else _image_shape(candidate, arguments)
+    if image is not None:
+        return image, True
     layer = candidate.first_layer
     if layer is not None and not shaped:
         shape = {"Linear": f"(2, {layer.size})", "Conv2d": f"(2, {layer.size}, 32, 32)",
                  "Conv1d": f"(2, {layer.size}, 64)"}[layer.kind]
         return f"torch.randn{shape}  # batch 2; the first nn.{layer.kind} takes {layer.size}", True
     return "torch.randn(2, 8)  # TODO: the shape forward expects", shaped
+
+
+def _image_shape(candidate: Candidate, arguments: dict[str, Any]) -> str | None:
+    """`torch.randn(2, C, H, W)` when the constructor says the image size (img_size=1024)."""
+    size_parameter = next((p for p in IMAGE_SIZE_PARAMETERS if p in arguments), None)
+    if size_parameter is None or candidate.layers & {"Conv1d", "Conv3d"} \
+            or any(p.name in VIDEO_PARAMETERS for p in candidate.constructor):
+        return None  # no size, or not a 2-D image (a video's frames or Conv3d, a signal's Conv1d)
+    size = arguments[size_parameter]
+    height, width = (size, size) if isinstance(size, int) else size if isinstance(size, tuple) and len(size) == 2 \
+        else (None, None)
+    if _positive_int(height) is None or _positive_int(width) is None:
+        return None
+    channel_parameter = next((p for p in CHANNEL_PARAMETERS if _positive_int(arguments.get(p)) is not None), None)
+    channels = arguments[channel_parameter] if channel_parameter else \
+        candidate.first_layer.size if candidate.first_layer and candidate.first_layer.kind == "Conv2d" else 3
+    told = f"{size_parameter}={size}" + (f", {channel_parameter}={channels}" if channel_parameter else "")
+    batch = 1 if height * width >= LARGE_IMAGE else 2  # the export runs the model several times
+    return f"torch.randn({batch}, {channels}, {height}, {width})  # batch {batch}; {told}"
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def recipe_builder(function: str, target: str, candidate: Candidate, recipe: Recipe) -> str:
+    """A factory that builds the model as the workspace does (`recipe.origin`), or from its
+    constructor's signature; what it cannot know is `...`, and a NotImplementedError names it."""
+    where = f", built as {recipe.origin} builds it" if recipe.origin else ""
+    lines = [f"def {function}():", f'    """The model of the ONNX export target `{target}`{where}; in eval mode."""']
+    if recipe.missing:
+        what = ", ".join(recipe.missing)
+        lines.append(f"    # TODO: give the values marked ... below ({what}), then delete the raise.")
+        lines.append(f'    raise NotImplementedError("{function}: give {candidate.name}\'s constructor arguments: {_escape(what)}")')
+    lines += [f"    {line}" for statement in recipe.statements for line in statement.splitlines()]
+    lines.append(f"    return {recipe.call}.eval()")
+    return "\n".join(lines) + "\n"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _builder(function: str, target: str, candidate: Candidate) -> str:

@@ -160,15 +160,22 @@ class Worker:
         await asyncio.shield(self._ready)
 
     async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
-                  on_result: ResultSink | None = None) -> dict[str, Any]:
+                  on_result: ResultSink | None = None, exited: asyncio.Future | None = None) -> dict[str, Any]:
         """Run one job; returns the zygote's last word on it: its `result` message, or, for a
         saved export (`completes`), its `completed` message, whose `result` is None when the
         child ended before it completed (`reason` says how). The `result` message of such an
-        export goes to `on_result` first, while verification runs. Cancelling kills the child."""
+        export goes to `on_result` first, while verification runs. Cancelling kills the child.
+
+        `exited`, when given, gets the job's `exited` frame (CPU seconds, peak memory) once its
+        process is gone, or None when the zygote died first (after the result, a child may still
+        be writing its report).
+        """
         if not self.alive:
             raise WorkerDied(self._end or "the export worker is not running")
         job_id = next(self._ids)
         job = _Job(on_event=on_event, on_result=on_result)
+        if exited is not None:
+            job.exited.add_done_callback(lambda done: exited.done() or exited.set_result(done.result()))
         self._jobs[job_id] = job
         try:
             await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
@@ -342,7 +349,7 @@ class Worker:
             self.recent_exits.append(message)
             self.exit_count += 1
             if not job.exited.done():
-                job.exited.set_result(message.get("status"))
+                job.exited.set_result(message)
             if job.result.done():
                 self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
             self._stop_when_idle()

@@ -2,18 +2,16 @@
 server offers for a workspace folder without a config ("Add targets").
 
 Every .py file under the root that imports torch, outside hidden directories, environments
-(virtual or conda), site-packages, build output, node_modules and tests; in each, the top-level
-candidates (server/target_candidates.py) that no target exports yet:
-
-* every factory function that can be called without arguments;
-* every class whose constructor takes no arguments, unless a factory of its file returns it
-  (the factory is how its author builds it: `build_encoder` rather than `Encoder`).
+(virtual or conda), site-packages, build output, node_modules and tests; in each, the candidates
+(server/target_candidates.py) that are models of their own (server/workspace_models.py) and
+that no target exports yet, each with how the workspace builds and calls it
+(server/model_usage.py: all the files read, and the Markdown documents at the root).
 
 The scan is bounded, so that a workspace folder that is a home directory or `/` costs seconds,
 not the whole disk: at most MAX_DEPTH directories deep, MAX_DIRECTORIES directories and
 MAX_FILES Python files, MAX_MODEL_FILES files with candidates (each is parsed again to plan its
 edit), MAX_SECONDS for the search; only regular files up to MAX_FILE_BYTES are read
-(`readable_source`). A scan that
+(`readable_source`), each parsed once. A scan that
 stopped says why (`Scan.stopped`); what it found until then is kept. The language server runs
 it in a helper process (server/offload.py), which it kills to cancel the scan.
 
@@ -22,14 +20,17 @@ Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans
 
 from __future__ import annotations
 
+import ast
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnxlens.server.target_candidates import find_candidates, imports_torch, readable_source
+from onnxlens.server.model_usage import module_name, workspace_index
+from onnxlens.server.target_candidates import Candidate, candidates_of, readable_source, tree_imports_torch
 from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, config_file_for, configured_models, \
     is_configured, plan_targets
+from onnxlens.server.workspace_models import is_model, workspace_parts
 
 SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "dist-packages", "build", "dist",
                           "node_modules", "tests", "test", "__pycache__", "__pypackages__"})
@@ -106,12 +107,14 @@ def _python_files(root: Path, budget: _Budget) -> list[Path]:
 
 
 def workspace_choices(root: Path) -> Scan:
-    """The candidates of the workspace at `root` worth a target, in file order."""
+    """The candidates of the workspace at `root` worth a target, in file order
+    (server/workspace_models.py says which), each with how the workspace builds and calls it."""
     root = root.resolve()
     budget = _Budget()
     configured = configured_models(config_file_for(root))
     scan = Scan()
-    model_files = 0
+    parsed: dict[Path, tuple[str, ast.Module]] = {}
+    candidates: dict[Path, list[Candidate]] = {}
     for file in _python_files(root, budget):
         if budget.out_of_time():
             break
@@ -119,22 +122,27 @@ def workspace_choices(root: Path) -> Scan:
             if not readable_source(file):
                 continue
             text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            parsed[file] = (text, ast.parse(text))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
             continue
-        if not imports_torch(text):
-            continue
-        candidates = find_candidates(text)
-        built = {c.model_class for c in candidates if c.kind == "factory" and not c.needs_arguments}
-        chosen = [Choice(file.resolve(), candidate) for candidate in candidates
-                  if candidate.top_level and not candidate.needs_arguments
-                  and not is_configured(file, candidate, candidates, configured)
-                  and not (candidate.kind == "class" and candidate.name in built)]
-        scan.choices += chosen
-        model_files += bool(chosen)
-        if model_files >= MAX_MODEL_FILES:
-            budget.stopped = budget.stopped or f"it found models in {MAX_MODEL_FILES} files"
-            break
+        if tree_imports_torch(parsed[file][1]):
+            candidates[file] = candidates_of(parsed[file][1])
+            if sum(bool(found) for found in candidates.values()) >= MAX_MODEL_FILES:
+                budget.stopped = budget.stopped or f"it found models in {MAX_MODEL_FILES} files"
+                break
     scan.stopped = budget.stopped
+    if not any(candidates.values()):
+        return scan
+    modules = {file: module_name(root, file) or file.stem for file in candidates}
+    index = workspace_index(root, parsed)
+    parts = workspace_parts({modules[file]: found for file, found in candidates.items()}, index.defining_module)
+    for file, found in candidates.items():
+        for candidate in found:
+            built_elsewhere = candidate.kind == "class" and index.built_outside_models(candidate.name, modules[file])
+            if is_model(candidate, found, modules[file], parts, built_elsewhere) and \
+                    not is_configured(file, candidate, found, configured):
+                usage = index.usage(candidate, parsed[file][1], module_name(root, file))
+                scan.choices.append(Choice(file.resolve(), candidate, usage))
     return scan
 
 

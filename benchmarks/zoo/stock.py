@@ -10,6 +10,10 @@ exception torch's summary names (the wrapper's cause), the exporter's step that 
 line torch's own message blames (`location`, see `blamed_location`), if any.
 
 Deliberately independent of onnxlens: this is the baseline onnxlens is scored against.
+
+`python -m benchmarks.zoo.stock --serve DIR` exports many targets of DIR, each in a child forked
+from a process that imported torch and the workspace's libraries once (`serve`): the scorer's way,
+the same outcome and bytes as a fresh process per target without its imports each time.
 """
 
 from __future__ import annotations
@@ -126,9 +130,8 @@ def target_config(root: Path, name: str) -> dict:
     raise SystemExit(f"no target {name!r} in {root / 'pyproject.toml'}")
 
 
-def main() -> None:
-    root, name, out = Path(sys.argv[1]).resolve(), sys.argv[2], Path(sys.argv[3])
-    sys.path.insert(0, str(root))
+def export_case(root: Path, name: str, out: Path) -> dict:
+    """One target exported as a user's script would: build, call torch.onnx.export; the result."""
     target = target_config(root, name)
     start = time.perf_counter()
     try:
@@ -147,9 +150,84 @@ def main() -> None:
                   "cause": type(cause).__name__, "cause_text": str(cause)[:4000],
                   "step": step_of(error), "location": blamed_location(error)}
     result["seconds"] = round(time.perf_counter() - start, 2)
+    return result
+
+
+def main() -> None:
+    root, name, out = Path(sys.argv[1]).resolve(), sys.argv[2], Path(sys.argv[3])
+    sys.path.insert(0, str(root))
+    result = export_case(root, name, out)
     # The exporter prints its progress on stdout too: the result is the line with this prefix.
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 
 
+# --- many targets of one workspace, each in a fresh process forked from a warm one -----------
+
+SERVED_PREFIX = "zoo-stock-served: "
+
+
+def libraries_imported(root: Path) -> list[str]:
+    """The top-level modules the workspace's files import that are not the workspace's own."""
+    import ast
+
+    own = {path.stem for path in root.glob("*.py")} | {path.name for path in root.iterdir() if path.is_dir()}
+    names: set[str] = set()
+    for path in root.rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(), str(path))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+    return sorted(name for name in names - own if name not in sys.stdlib_module_names)
+
+
+def serve(root: Path) -> None:
+    """`python -m benchmarks.zoo.stock --serve DIR`: exports DIR's targets, one per request line
+    `TARGET<TAB>OUT<TAB>RESULT_FILE` on stdin, each in a child forked from this process, which
+    has imported torch, its ONNX exporter and the libraries the workspace imports but exported
+    nothing: a child starts as a user's script does after its imports (torch.fx's counters at 0),
+    without paying for them again. A line `SERVED_PREFIX TARGET` on stdout says a result file
+    is written. Libraries are left to each child when importing them starts a thread (a fork
+    would copy it stopped, holding whatever lock it held). The parent computes nothing, so no
+    OpenMP pool is forked."""
+    import os
+    import threading
+
+    sys.path.insert(0, str(root))
+    import torch  # noqa: F401
+    import torch.onnx  # noqa: F401
+
+    for name in libraries_imported(root):
+        if threading.active_count() > 1:
+            break
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the child imports it again and meets the error itself
+            pass
+    for line in sys.stdin:
+        name, out, result_file = line.rstrip("\n").split("\t")
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                result = export_case(root, name, Path(out))
+                Path(result_file).write_text(json.dumps(result))
+            except BaseException:  # noqa: BLE001 - the parent reports a child that wrote nothing
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        os.waitpid(pid, 0)
+        print(SERVED_PREFIX + name, flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--serve"]:
+        serve(Path(sys.argv[2]).resolve())
+    else:
+        main()

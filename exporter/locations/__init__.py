@@ -16,7 +16,8 @@ and timeouts, import and setup errors, and the hover/lens lines.
 Torch-free (plain text and ast): unit tests run it on recorded stack traces.
 """
 
-from onnxlens.exporter.locations.columns import call_names_for_op, character_column, find_call, source_line
+from onnxlens.exporter.locations.columns import (call_names_for_op, character_column, find_call, node_span,
+                                                 source_line, statement_at)
 from onnxlens.exporter.locations.files import Origin, Workspace, classify, is_user_code, model_code
 from onnxlens.exporter.locations.frames import (Frame, from_faulthandler, from_stack_trace, from_traceback,
                                                 from_user_stack)
@@ -26,6 +27,6 @@ from onnxlens.exporter.locations.place import Place, locate, primary_frame
 __all__ = [
     "FULL_TRACE", "Frame", "Origin", "Place", "Workspace", "call_names_for_op", "character_column", "classify",
     "find_call", "from_faulthandler", "from_stack_trace", "from_traceback", "from_user_stack",
-    "is_user_code", "locate", "locate_node", "model_code", "module_stack", "node_trace", "normalize_module_path", "primary_frame",
-    "source_line",
+    "is_user_code", "locate", "locate_node", "model_code", "module_stack", "node_trace", "node_span", "normalize_module_path",
+    "primary_frame", "source_line", "statement_at",
 ]

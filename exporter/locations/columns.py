@@ -113,6 +113,34 @@ def module_call_span(file: str, line: int, text: str, attributes: list[set[str]]
     return Span(column, chosen.end_lineno, character_column(end_text, chosen.end_col_offset))
 
 
+def statement_at(file: str, line: int) -> ast.stmt | None:
+    """The simple statement (a `return`, an assignment) that starts on `line`; None when the file
+    does not parse or none starts there."""
+    try:
+        tree = _parse_file(file, os.path.getmtime(file))
+    except OSError:
+        return None
+    if tree is None:
+        return None
+    compound = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.AsyncFor, ast.While,
+                ast.With, ast.AsyncWith, ast.Try)
+    return next((node for node in ast.walk(tree)
+                 if isinstance(node, ast.stmt) and node.lineno == line and not isinstance(node, compound)), None)
+
+
+def node_span(file: str, node: ast.AST) -> Span:
+    """Where an ast node of `file` is, from its start column to its end, in characters."""
+    lines = linecache.getlines(file)
+
+    def text(number: int) -> str:
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+    end_line = node.end_lineno or node.lineno
+    end = node.end_col_offset
+    return Span(character_column(text(node.lineno), node.col_offset), end_line,
+                character_column(text(end_line), end) if end is not None else len(text(end_line).rstrip()) + 1)
+
+
 @functools.lru_cache(maxsize=64)
 def _parse_file(path: str, mtime: float) -> ast.Module | None:  # mtime: cache key only
     try:

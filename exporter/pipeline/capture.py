@@ -9,7 +9,8 @@ problems (a data-dependent value, an op without a fake kernel) we also run
 first are findings of their own, marked so. Its program silently bakes in the branch the example
 input took: it is only read for its report, never exported. A higher-order op's body dynamo
 rejects as a whole is placed in the body (hop_bodies.py), a dynamic-shapes declaration the code
-contradicts on the line that does (dynamic_dims.py). While capture traces, ops that certainly
+contradicts on the line that does (dynamic_dims.py), inputs or dynamic shapes that do not fit the
+model on the factory's `return` that built them (input_mistakes.py). While capture traces, ops that certainly
 have no translation are reported at once as preliminary findings of the scan (traced_ops.py).
 """
 
@@ -22,6 +23,7 @@ from typing import Any, Callable
 
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_stack_trace, from_traceback,
                                          from_user_stack, is_user_code, locate)
+import onnxlens.exporter.pipeline.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
@@ -84,6 +86,10 @@ def run(job: Job) -> None:
         check_dynamic_dims(job)
         return
     job.error = captured.attempts[0].error if captured.attempts else None
+    errors = [attempt.error for attempt in captured.attempts]
+    mistake = input_mistakes.finding(job, errors)
+    if mistake is not None:
+        job.fail([mistake])
     unflattenable = outputs.unflattenable_type([attempt.error for attempt in captured.attempts])
     # Only when no strategy found a line of the user's code (strict may name the user's return).
     if unflattenable is not None and not any(locate(user_frames(attempt.error, job.workspace), job.workspace).location

@@ -56,6 +56,7 @@ class Job:
     custom_key: tuple[str, ...] = ()  # which ops the custom translations cover (tables.custom_table_key)
     opset: int = 0
     raw_dynamic_shapes: Any = None  # as the factory returned them: string dims name the ONNX axes
+    raw_inputs: Any = None  # as the inputs factory returned them, before they became args and kwargs
     need_axis_mapping: bool = False
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition
     shape_facts: Any = None  # what capture learnt about the input sizes, with stacks (internals.ShapeFacts)

@@ -17,7 +17,7 @@ from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.loader as loading
 from onnxlens.exporter.pipeline.kept_fills import FILL_OPS, KeptFills
 import onnxlens.exporter.pipeline.weights as weights
-from onnxlens.exporter.locations import model_code
+from onnxlens.exporter.locations import is_user_code, model_code
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.shapes_proposal import propose
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
@@ -39,18 +39,21 @@ def run(job: Job) -> None:
         custom = loader.resolve(spec.custom_translations, "custom-translations") if spec.custom_translations else None
         with _fills_kept(job):
             model = loader.call_factory(model_factory, "model")
-            args, kwargs = loading.split_inputs(loader.call_factory(inputs_factory, "inputs"))
+            job.raw_inputs = loader.call_factory(inputs_factory, "inputs")
+            args, kwargs = loading.split_inputs(job.raw_inputs)
             dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
         job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
         if callable(custom) and not isinstance(custom, dict):  # a function building the table
             custom = loader.call_factory(custom, "custom-translations")
     except loading.LoadError as error:
         job.error = error.cause
-        if error.finding.location is None:
+        if error.finding.location is None and error.finding.reference is None:
             error.finding.location = job.fallback
         job.fail([error.finding])
     if not isinstance(model, torch.nn.Module):
-        job.fail([Finding(code="setup", stage="load", location=job.fallback,
+        returned = loader.returned.get("model")
+        job.fail([Finding(code="setup", stage="load",
+                          location=returned if returned and is_user_code(returned.file, job.workspace) else job.fallback,
                           message=f"the model factory {spec.model} returned {type(model).__name__}, not a torch.nn.Module")])
     problems = validate_custom_table(custom) if custom is not None else []
     if problems:

@@ -11,11 +11,21 @@ an in-process pipeline serving many runs sees the files as they are now.
 
 Import and setup errors become findings here (`LoadError`), placed by exporter/locations like
 every other finding: the syntax error itself, or the innermost line of the user's code that
-raised, with the import chain related.
+raised, with the import chain related. A reference that cannot be resolved (a module that is not
+there, a callable the module does not define: "did you mean" among its callables) has no line
+of code to blame: its finding names the config key (`Finding.reference`), and is shown on that
+key's value in the config.
+
+Each factory's `return` that ran is recorded (`Loader.returned`): what an inputs or
+dynamic-shapes factory returned may not fit the model (input_mistakes.py), and the line to
+blame is the one that returned it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
+import functools
 import importlib
 import importlib.machinery
 import importlib.util
@@ -27,7 +37,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from onnxlens.exporter import references
-from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code, locate, source_line
+from onnxlens.exporter.locations import (Workspace, from_traceback, is_user_code, locate, node_span, source_line,
+                                         statement_at)
 from onnxlens.exporter.types import Finding, Location
 
 
@@ -135,6 +146,8 @@ class Loader:
         self.workspace = workspace
         # Files seen in failing imports (a module that fails is removed from sys.modules).
         self.failed_files: list[str] = []
+        # What each factory called returned ("inputs" -> the statement that returned it).
+        self.returned: dict[str, Location] = {}
 
     def closure(self) -> list[str]:
         files = set(workspace_module_files(self.workspace).values()) | set(self.failed_files)
@@ -143,23 +156,31 @@ class Loader:
     # -- references ---------------------------------------------------------------------------
 
     def resolve(self, ref: str, what: str) -> Any:
-        """Import the module of `ref` and return the attribute. Raises LoadError (code import)."""
+        """Import the module of `ref` and return the attribute. Raises LoadError (code import);
+        a finding without a line of code names the config key `what` (`Finding.reference`)."""
+        try:
+            return self._resolve(ref, what)
+        except LoadError as error:
+            if error.finding.location is None:
+                error.finding.reference = what
+            raise
+
+    def _resolve(self, ref: str, what: str) -> Any:
         reference = references.parse(ref)
         if reference is None:
             raise LoadError(Finding(code="import", stage="load",
                                     message=f"bad {what} reference {ref!r}: expected FILE.py:NAME or package.module:NAME"))
         module = self._import(reference, what)
-        try:
-            value = module
-            for part in reference.attribute.split("."):
+        value = module
+        for depth, part in enumerate(reference.attribute.split(".")):
+            try:
                 value = getattr(value, part)
-            return value
-        except AttributeError:
-            file = getattr(module, "__file__", None)
-            location = Location(file=os.path.realpath(file), line=1) if file else None
-            raise LoadError(Finding(code="import", stage="load", location=location,
-                                    message=f"{reference.where} has no attribute {reference.attribute!r} "
-                                            f"(the {what} reference {ref!r})")) from None
+            except AttributeError:
+                owner = reference.where + "".join(f".{p}" for p in reference.attribute.split(".")[:depth])
+                raise LoadError(Finding(code="import", stage="load",
+                                        message=f"the {what} reference {ref!r}: {owner} has no `{part}`"
+                                                f"{_did_you_mean(part, value)}")) from None
+        return value
 
     def _import(self, reference: references.Reference, what: str):
         if reference.outside(self.root) is not None:
@@ -178,7 +199,10 @@ class Loader:
         except BaseException as error:  # noqa: BLE001 - user code may raise anything, even SystemExit
             if isinstance(error, KeyboardInterrupt):
                 raise
-            raise LoadError(self._raised_finding(error, "import", f"importing {reference.where} failed"), error) from None
+            # On the line that raised, the same words for every target importing it (the server
+            # shows a problem several targets share once); without one, which module.
+            raise LoadError(self._raised_finding(error, "import", f"importing {reference.where} failed",
+                                                 at_line="import failed"), error) from None
 
     def _import_file(self, path: Path, what: str):
         path = path.resolve()
@@ -208,12 +232,17 @@ class Loader:
     # -- factories ----------------------------------------------------------------------------
 
     def call_factory(self, factory: Any, what: str) -> Any:
+        """`factory()`, its `return` that ran recorded in `returned[what]`."""
         try:
-            return factory()
+            with _return_recorded(factory) as returned:
+                value = factory()
         except BaseException as error:  # noqa: BLE001 - user code may raise anything
             if isinstance(error, KeyboardInterrupt):
                 raise
             raise LoadError(self._raised_finding(error, "setup", f"the {what} factory raised"), error) from None
+        if returned:
+            self.returned[what] = statement_location(*returned[-1])
+        return value
 
     # -- findings -----------------------------------------------------------------------------
 
@@ -234,15 +263,72 @@ class Loader:
                        source_line=source_line(file, line) if file else None,
                        message=f"{type(error).__name__}: {error.msg}")
 
-    def _raised_finding(self, error: BaseException, code: str, context: str) -> Finding:
+    def _raised_finding(self, error: BaseException, code: str, context: str, at_line: str | None = None) -> Finding:
+        """The finding of user code that raised: on its innermost line, `at_line` (else `context`)
+        leading the message there; `context` without a line."""
         frames = from_traceback(error)
         for frame in frames:
             if is_user_code(frame.file, self.workspace):
                 self.failed_files.append(os.path.realpath(frame.file))
         place = locate(frames, self.workspace)
+        lead = at_line if at_line is not None and place.location is not None else context
         return Finding(code=code, stage="load", location=place.location, related=place.related,
                        source_line=place.source_line,
-                       message=f"{context}: {type(error).__name__}: {_first_lines(str(error))}")
+                       message=f"{lead}: {type(error).__name__}: {_first_lines(str(error))}")
+
+
+def _did_you_mean(name: str, owner: Any) -> str:
+    """`; did you mean `Net`?` among the owner's public callables (the module's functions and
+    classes, imported ones too), else the ones it defines."""
+    try:
+        names = {key: item for key, item in vars(owner).items() if not key.startswith("_") and callable(item)}
+    except TypeError:  # no __dict__
+        return ""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    if close:
+        return f"; did you mean `{close[0]}`?"
+    own = sorted(key for key, item in names.items() if getattr(item, "__module__", None) == getattr(owner, "__name__", ""))
+    if not own:
+        return ""
+    shown = ", ".join(f"`{key}`" for key in own[:12])
+    return f" (it defines {shown}{', …' if len(own) > 12 else ''})"
+
+
+@contextlib.contextmanager
+def _return_recorded(factory: Any) -> Iterator[list[tuple[str, int]]]:
+    """While active, (file, line) of each `return` the factory's own code runs (a profile hook:
+    it only observes; factories of inputs are small). Nothing for a factory without Python
+    code of its own (a class)."""
+    function = inspect.unwrap(factory.func if isinstance(factory, functools.partial) else factory)
+    code = getattr(function, "__code__", None)
+    returned: list[tuple[str, int]] = []
+    if code is None:
+        yield returned
+        return
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "return" and frame.f_code is code:
+            returned.append((code.co_filename, frame.f_lineno))
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield returned
+    finally:
+        sys.setprofile(previous)
+
+
+def statement_location(file: str, line: int) -> Location:
+    """The statement starting on `line` (a `return` with its value over several lines, whole),
+    else the line's code."""
+    file = os.path.realpath(file)
+    statement = statement_at(file, line)
+    if statement is None:
+        text = source_line(file, line) or ""
+        return Location(file=file, line=line, column=len(text) - len(text.lstrip()) + 1, end_line=line,
+                        end_column=len(text.rstrip()) + 1)
+    span = node_span(file, statement)
+    return Location(file=file, line=line, column=span.column, end_line=span.end_line, end_column=span.end_column)
 
 
 def split_inputs(value: Any) -> tuple[tuple, dict]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from onnxlens.exporter.locations import (Frame, Place, Workspace, call_names_for_op, find_call, locate,
                                          normalize_module_path, primary_frame, source_line)
@@ -35,6 +36,7 @@ class UnsupportedOp:
     source: OpSource = OpSource(None)  # what the user called (op_sources.py)
     stub: TranslationStub | None = None  # the start of a translation (translation_stubs.py)
     offer: DecompositionOffer | None = None  # torch's decomposition to use instead (decomposition_offers.py)
+    node: Any = None  # the torch.fx.Node, when it is in this process's program
 
 
 def findings_for(ops: list[UnsupportedOp], workspace: Workspace, fallback: Location | None) -> list[Finding]:

@@ -14,6 +14,9 @@ where the exception says:
   user's helper function rather than the helper's own line (the message says so);
 * else the model's definition, saying the line is unknown.
 
+Inputs or dynamic shapes that do not fit the model are the one exception: on the factory's
+`return` that built them, as with an adapter (input_mistakes.py).
+
 Coarser than the full pipeline (one problem per export, no helper-function lines, no early
 findings, no verification), never on a wrong line. Every export on this path carries the
 `torch-version` note (`notice`) saying so.
@@ -24,6 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import onnxlens.exporter.pipeline.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.lines as lines
 from onnxlens.exporter.locations import from_stack_trace, locate
 from onnxlens.exporter.pipeline.capture import user_frames
@@ -52,7 +56,7 @@ def run(job: Job) -> None:
             input_names=job.spec.input_names, output_names=job.spec.output_names)
     except Exception as error:  # noqa: BLE001 - any export failure is a finding
         job.error = error
-        job.fail([failure_finding(job, error)])
+        job.fail([input_mistakes.finding(job, [error]) or failure_finding(job, error)])
     job.decomposed = job.onnx_program.exported_program  # what the ONNX graph was translated from
     job.result.node_count = len(job.onnx_program.model.graph)
     # Hover and lens: from the ONNX nodes' metadata, which the public export writes too.

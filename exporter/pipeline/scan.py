@@ -8,7 +8,7 @@ on the innermost line of the user's code that produced it (exporter/locations), 
 user called to get it (op_sources.py); op_findings.py writes the findings. Most of them were
 already sent while capture traced the ops, as preliminary findings of this stage (traced_ops.py):
 the scan's own replace them. When it finds some, the nodes whose translation fails for another
-reason are found too (translate.py: `other_failures`): every failure at once.
+reason are found too (translate.py: `node_failures`): every failure at once.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
-from onnxlens.exporter.pipeline.translate import other_failures
+from onnxlens.exporter.pipeline.translate import failure_findings_of, is_dispatch_failure, node_failures
 from onnxlens.exporter.pipeline.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer
@@ -42,9 +42,19 @@ def run(job: Job) -> None:
     missing = unsupported_ops(job.decomposed, job.registry, opset=job.opset, offer=offer)
     if not missing:
         return
+    # Stock meets some of these nodes with another error before it dispatches them (converting
+    # an argument it cannot hold: the op `auto_functionalized_v2` wraps): that error is stock's
+    # answer there, and the nodes are left to the failures of the translation.
+    failures = node_failures(job)
+    stops_before_dispatch = {failure.node for failure in failures if not is_dispatch_failure(failure.error)}
+    missing = [op for op in missing if op.node not in stops_before_dispatch]
+    if not missing:
+        return  # the translate stage raises stock's error and reports every failing node
     located = _locate_in_branches(job, missing) if any(map(in_branch, missing)) else missing
     # The translation will not run: the other nodes whose translation fails are reported now.
-    others = other_failures(job, reported=lambda node: lacks_translation(node, job.registry))
+    others = failure_findings_of(job, [failure for failure in failures
+                                       if failure.node in stops_before_dispatch
+                                       or not lacks_translation(failure.node, job.registry)])
     job.fail(findings_for(located, job.workspace, job.fallback) + others)
 
 
@@ -117,7 +127,7 @@ def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
     torch_fn = node.meta.get("torch_fn")
     stack = node.meta.get("nn_module_stack") or {}
     module_path = list(stack.values())[-1][0] if stack else None
-    return UnsupportedOp(op=op_name(node.target if op is None else op), reason=reason,
+    return UnsupportedOp(op=op_name(node.target if op is None else op), reason=reason, node=node,
                          frames=from_stack_trace(full_stack_trace(node)),
                          torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
                          module_path=module_path, source=op_source(node))
@@ -158,6 +168,6 @@ def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp
                                          torch_fn=op.torch_fn or matches[index].torch_fn,
                                          module_path=op.module_path,
                                          source=op.source if op.source.call else matches[index].source,
-                                         stub=op.stub, offer=op.offer)
+                                         stub=op.stub, offer=op.offer, node=op.node)
             located.append(best)
     return located

@@ -8,16 +8,16 @@ could raise is known (pipeline/__init__.py: `settles`).
 The stock translation stops at the first node that fails. When it fails, the program is
 translated once more with every node's failure recorded (internals.translation_failures): each
 failing node is a finding on its own line, all at once; stock's own failure is the first of
-them, worded as before. A failing `output` node is a value ONNX cannot hold that the model
+them, worded as stock words it. A failing `output` node is a value ONNX cannot hold that the model
 returns (outputs.py: on the `return` that returned it). A translation that succeeds is never
 run twice. When the scan stage already found ops without a translation, the translation does
-not run; the scan asks for the other nodes' failures (`other_failures`), so that those are
-reported at once too.
+not run; the scan asks for the nodes' failures (`node_failures`), so that those are reported
+at once too.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from onnxlens.exporter.pipeline.errors import error_finding, exception_chain
 from onnxlens.exporter.pipeline.failed_nodes import node_named_in
@@ -44,20 +44,26 @@ def translate(decomposed: Any, registry: Any, opset: int) -> Any:
 
 def failure_findings(job: Job, error: BaseException) -> list[Finding]:
     """One finding per node whose translation fails; stock's `error` is the first node's."""
-    failures = _failures(job)
+    failures = node_failures(job)
     stock_node = _stock_node(job, error, failures)
     findings = [] if stock_node is not None else [error_finding(job, error, "translation", CONTEXT)]
     return findings + [_finding(job, failure.node, error if failure.node is stock_node else failure.error)
                        for failure in failures]
 
 
-def other_failures(job: Job, reported: Callable[[Any], bool]) -> list[Finding]:
-    """The nodes whose translation fails, but for those `reported` accepts (the scan's ops
-    without a translation), when the scan found some."""
-    return [_finding(job, failure.node, failure.error) for failure in _failures(job) if not reported(failure.node)]
+def failure_findings_of(job: Job, failures: list[Any]) -> list[Finding]:
+    """A finding for each of these node failures (`node_failures`'), when the scan found ops
+    without a translation and the translation does not run."""
+    return [_finding(job, failure.node, failure.error) for failure in failures]
 
 
-def _failures(job: Job) -> list[Any]:
+def is_dispatch_failure(error: BaseException) -> bool:
+    """The node's translation failed where stock dispatches it: no translation for its op."""
+    return any(type(item).__name__ == "DispatchError" for item in exception_chain(error))
+
+
+def node_failures(job: Job) -> list[Any]:
+    """Every node whose translation fails, each with its error as stock raises it there."""
     try:
         return internals.translation_failures(job.decomposed, job.registry)
     except Exception as error:  # noqa: BLE001 - what the first failure says still stands

@@ -178,7 +178,8 @@ def _findings(spec: TargetSpec, result: ExportResult) -> str:
 
 def _finding(index: int, finding: Finding, root: str) -> str:
     loc = finding.location
-    where = f"{_display_path(loc.file, root)}:{loc.line}:{loc.column}" if loc else "(no source location)"
+    where = (f"{_display_path(loc.file, root)}:{loc.line}:{loc.column}" if loc
+             else f"(the config's {finding.reference} value)" if finding.reference else "(no source location)")
     lines = [f"### {index}. {finding.severity}[{finding.code}] `{where}`", "",
              _quote(finding.message), ""]
     if finding.docs_url:

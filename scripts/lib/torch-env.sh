@@ -3,6 +3,13 @@
 
 UV_VERSION=0.13.9
 
+# A user's pip, not this machine's: some machines here cap torch for every pip run
+# (/etc/xdg/pip/pip.conf, `constraint = /etc/xdg/pip/constraints.txt`, `torch<=2.14.1`), so pip
+# would "resolve" a user's torch 2.15.0 by downgrading it, which no user's pip does. The
+# environment variable replaces the configured constraint file with an empty one; the machine's
+# indexes stay.
+export PIP_CONSTRAINT=/dev/null
+
 # A user's torch, installed with uv (pinned, in .tools/uv/): uv keeps unpacked wheels in one cache
 # (~/.cache/uv) and hard-links them into each environment, so the nvidia libraries of the CUDA
 # builds (~5 GB per torch) are on disk once and another environment of a cached torch takes ~1 s.

@@ -64,14 +64,15 @@ class CodeActions(Feature):
             actions += self._decomposition_actions(entry)
         actions += self._shapes_actions(path_of(params.text_document.uri), params.range)
         seen: set[tuple[str, str]] = set()
+        several = len({entry.owner for entry in entries}) > 1  # a problem targets share: say whose action
         for entry in entries:
             if entry.owner in seen:
                 continue
             seen.add(entry.owner)
-            actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner])
+            actions += self._target_actions(entry, [e.diagnostic for e in entries if e.owner == entry.owner], several)
         return actions + targets or None
 
-    def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+    def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic], named: bool) -> list[lsp.CodeAction]:
         config, target = entry.owner
         project = self.session.projects.get(config)
         state = project.targets.get(target) if project else None
@@ -84,10 +85,11 @@ class CodeActions(Feature):
 
         actions = []
         if state.result and state.result.report:
-            actions.append(action("Open export report", "onnxlens.openReport", state.result.report))
+            actions.append(action(f"Open export report{f' of {target}' if named else ''}", "onnxlens.openReport",
+                                  state.result.report))
         actions.append(action(f"Re-export {target}", "onnxlens.export", target))
         if state.result and state.result.exported_program:
-            actions.append(action("Show exported program", "onnxlens.showExportedProgram", target))
+            actions.append(action(f"Show exported program{f' of {target}' if named else ''}", "onnxlens.showExportedProgram", target))
         return actions
 
 
@@ -124,8 +126,10 @@ class CodeActions(Feature):
 
     def _shapes_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
         """"Declare dynamic shapes for <target>" where its export proposed a factory: on the
-        model's definition, the example inputs' function, the dynamic-shapes factory and the
-        target's header in the config; a new factory, or the inputs a declared one misses
+        model's definition, the example inputs' function, the dynamic-shapes factory, the
+        target's header in the config and the line where the export said the inputs or the
+        dynamic shapes do not fit the model (a `setup` finding of the capture: a spec missing an
+        input, on its `return`); a new factory, or the inputs a declared one misses
         (server/shapes_fix.py decides the edits)."""
         actions = []
         for project in self.session.projects.values():
@@ -136,7 +140,9 @@ class CodeActions(Feature):
                 header = project.workspace.target_lines.get(name)
                 places = [(str(project.config_file), header), _line_of(state.result.model_location),
                           *(_line_of(references.definition_location(state.spec.root, reference))
-                            for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference)]
+                            for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference),
+                          *(_line_of(finding.location) for finding in state.result.findings
+                            if finding.code == "setup" and finding.stage == "capture")]
                 if not any(where == file and line is not None and selected.start.line <= line - 1 <= selected.end.line
                            for where, line in places):
                     continue

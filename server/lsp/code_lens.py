@@ -49,6 +49,6 @@ def status_title(name: str, state: TargetState, busy: bool) -> str:
         title = " · ".join(parts)
     else:
         problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-        title = f"onnxlens: {name} ✗ {problems} problem{'s' if problems != 1 else ''}"
+        title = f"onnxlens: {name} ✗ {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
     return title + (" · re-exporting…" if busy else "")
 

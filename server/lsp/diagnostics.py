@@ -20,9 +20,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+import attrs
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import Finding, FindingsEvent, Location
+from onnxlens.server.shared_findings import grouped, problem_key, with_targets
 
 from .capabilities import ClientFeatures
 from .client import Client
@@ -128,7 +130,8 @@ class DiagnosticStore:
     """Diagnostics per owner (a target, or a config file) and per file.
 
     A file can get diagnostics from several owners (two targets import the same helper); the
-    client holds one list per file, so every publish sends the union.
+    client holds one list per file, so every publish sends the union, a problem the targets
+    share once (`data.targets` names them).
     """
 
     def __init__(self) -> None:
@@ -148,10 +151,25 @@ class DiagnosticStore:
         return set(old) | set(new)
 
     def entries(self, path: str) -> list[Entry]:
-        return [e for files in self._by_owner.values() for e in files.get(path, [])]
+        """The file's entries, each with the diagnostic the client is sent for it: a problem the
+        targets of one config share is one diagnostic (server/shared_findings.py), naming them."""
+        own = [e for files in self._by_owner.values() for e in files.get(path, [])]
+        shown = []
+        for group in grouped(((entry.owner[0], problem_key(entry.finding)), entry) for entry in own):
+            diagnostic = group[0].diagnostic
+            if len(group) > 1:
+                related = [r for entry in group for r in entry.diagnostic.related_information or []]
+                diagnostic = attrs.evolve(
+                    diagnostic, message=with_targets(diagnostic.message, [entry.owner[1] for entry in group]),
+                    related_information=list({(r.location.uri, r.location.range.start.line, r.message): r
+                                              for r in related}.values()) or None,
+                    data={**(diagnostic.data or {}), "targets": [entry.owner[1] for entry in group]})
+            shown += [dataclasses.replace(entry, diagnostic=diagnostic) for entry in group]
+        return shown
 
     def diagnostics(self, path: str) -> list[lsp.Diagnostic]:
-        return [e.diagnostic for e in self.entries(path)]
+        """What the client is sent for the file: one diagnostic per problem."""
+        return list({id(entry.diagnostic): entry.diagnostic for entry in self.entries(path)}.values())
 
 
 class SourceLines:
@@ -184,12 +202,16 @@ def labelled(finding: Finding, event: FindingsEvent) -> Finding:
     return dataclasses.replace(finding, message=f"{finding.message} ({note})")
 
 
-def fallback_location(project: Project, owner: str) -> Location:
-    """Where a finding without a location is shown: its target's model definition, else the
-    target's [[target]] line in the config (a config finding: the config's first line)."""
-    state = project.targets.get(owner)
-    definition = state.model_definition() if state else None
-    return definition or Location(file=str(project.config_file), line=project.workspace.target_lines.get(owner, 1))
+def fallback_location(project: Project, owner: str, finding: Finding) -> Location:
+    """Where a finding without a location is shown: a finding about a reference on its value in
+    the config; else its target's model definition, else the target's [[target]] line in the
+    config (a config finding: the config's first line)."""
+    if finding.reference is None:
+        state = project.targets.get(owner)
+        definition = state.model_definition() if state else None
+        if definition is not None:
+            return definition
+    return project.workspace.place_in_config(owner, finding)
 
 
 def placed(finding: Finding, fallback: Callable[[], Location]) -> Finding:
@@ -245,7 +267,7 @@ class Diagnostics:
         data = {"config": project.key, "target": owner}
         entries = []
         for finding, event in [*((finding, None) for finding in findings), *early]:
-            finding = placed(finding, lambda: fallback_location(project, owner))
+            finding = placed(finding, lambda: fallback_location(project, owner, finding))
             if event is not None:
                 finding = labelled(finding, event)
             diagnostic = to_diagnostic(finding, self._lines, features,

@@ -131,6 +131,10 @@ class Triggers:
         for name in removed:
             session.scheduler.cancel(project, name)
             session.diagnostics.clear_target(project, name)
+        for name, state in project.targets.items():
+            # A finding about a reference is shown on its value in the config: where that is now.
+            if name not in changed and state.result and any(f.reference for f in state.result.findings):
+                session.diagnostics.publish_target(project, name, announce=False)
         if session.settings.export_on_save:
             for name in changed:
                 session.scheduler.request(project, name, "configuration changed", automatic=True)

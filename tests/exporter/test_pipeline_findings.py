@@ -72,7 +72,7 @@ class Settings:
 
 
 class TakesSettings(nn.Module):
-    """No line of the user's is wrong: torch.export rejects an input of a type it cannot trace."""
+    """torch.export rejects an input of a type it cannot take: the inputs factory built it."""
 
     def forward(self, x, settings):
         return x * 2
@@ -80,6 +80,15 @@ class TakesSettings(nn.Module):
 
 def settings_inputs():
     return (torch.randn(4, 4), Settings())
+
+
+def build_adaptive_softmax():
+    """No line of the user's on the failing chain: torch's own module decides on a tensor's value."""
+    return nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4]).eval()
+
+
+def softmax_inputs():
+    return (torch.randn(4, 8), torch.randint(0, 10, (4,)))
 
 
 class Broken(nn.Module):
@@ -265,13 +274,24 @@ def test_error_located_by_one_strategy_only_gives_one_finding_on_that_line(works
 
 
 def test_failure_without_a_user_line_is_shown_at_the_model_definition(workspace):
-    result = run(workspace, "pkg/models.py:TakesSettings", inputs="pkg/models.py:settings_inputs")
+    result = run(workspace, "pkg/models.py:build_adaptive_softmax", inputs="pkg/models.py:softmax_inputs")
     models = workspace / "pkg" / "models.py"
     finding = only(result, "torch-export")
-    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "class TakesSettings"))
+    assert (finding.location.file, finding.location.line) == (str(models), line_of(models, "def build_adaptive_softmax"))
     assert result.model_location.line == finding.location.line
-    assert "Settings" in finding.message
     assert "model's definition" in finding.message
+    # torch's module is the model's code here: its line is related.
+    assert any(Path(r.file).name == "adaptive.py" for r in finding.related), finding.related
+
+
+def test_an_input_of_a_type_torch_export_cannot_take_is_on_the_inputs_factory(workspace):
+    result = run(workspace, "pkg/models.py:TakesSettings", inputs="pkg/models.py:settings_inputs")
+    models = workspace / "pkg" / "models.py"
+    finding = only(result, "setup")
+    line = line_of(models, "return (torch.randn(4, 4), Settings())")
+    assert (finding.location.file, finding.location.line) == (str(models), line)
+    assert finding.location.column == models.read_text().splitlines()[line - 1].index("Settings()") + 1
+    assert "`settings` is a pkg.models.Settings" in finding.message
 
 
 def test_dynamic_dimension_that_came_out_static_is_a_warning_on_the_line_that_fixed_it(workspace):
@@ -343,10 +363,17 @@ def test_inputs_factory_raising_is_a_setup_finding_at_the_raise(workspace):
 
 
 def test_missing_attribute_in_a_reference_is_an_import_finding(workspace):
-    result = run(workspace, "pkg/models.py:Nope")
+    result = run(workspace, "pkg/models.py:Gatd")
     finding = only(result, "import")
-    assert "Nope" in finding.message
-    assert finding.location.file == str(workspace / "pkg" / "models.py")
+    assert finding.message == "the model reference 'pkg/models.py:Gatd': pkg/models.py has no `Gatd`; did you mean `Gated`?"
+    # No line of code to blame: the server shows it on the config's `model` value.
+    assert (finding.location, finding.reference) == (None, "model")
+
+
+def test_missing_attribute_without_a_close_name_lists_the_modules_own_callables(workspace):
+    finding = only(run(workspace, "pkg/helpers.py:Nope"), "import")
+    assert finding.message.startswith("the model reference 'pkg/helpers.py:Nope': pkg/helpers.py has no `Nope` (it defines `")
+    assert "`gate`" in finding.message and "`zeta_then_eig`" in finding.message and "`torch`" not in finding.message
 
 
 def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):

@@ -183,14 +183,15 @@ async def test_a_declared_factory_gets_the_inputs_it_misses(tmp_path):
     model, onnx_file = root / "models" / "bert.py", root / ".onnxlens" / "bert.onnx"
     try:
         client.open(model)
-        # The mask was left out of the spec: torch.export refuses a dict without every input,
-        # and the error is shown at the model's definition, where the fix is offered too.
-        refused = await client.wait_diagnostic(model, "torch-export", line_of(model, "def build"))
+        # The mask was left out of the spec: torch.export refuses a dict without every input, and
+        # the error is shown on the spec's `return`, where the fix is offered too.
+        spec_return = line_of(model, "def dynamic_shapes") + 1
+        refused = await client.wait_diagnostic(model, "setup", spec_return)
+        assert "the spec has no entry for `attention_mask`" in refused.message
         assert "top-level keys must be the arg names" in refused.message
         assert not onnx_file.exists()
         finished = (await client.stats())["per_target"]["bert"]["finished"]
-        changed = await _declare(client, model, line_of(model, "def build"),
-                                 "Declare dynamic shapes for bert: add attention_mask")
+        changed = await _declare(client, model, spec_return, "Declare dynamic shapes for bert: add attention_mask")
         assert changed == [model]
         text = model.read_text()
         assert text[text.index("def dynamic_shapes"):text.index("def unrelated")].splitlines()[1:4] == [

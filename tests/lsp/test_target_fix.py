@@ -6,7 +6,9 @@ VS Code does, and the export that follows proves the new target works:
   target and example inputs; the model exports (its .onnx written, no diagnostics);
 * a workspace without any pyproject.toml: the file is created; the model exports;
 * a class whose constructor needs arguments: the generated factory raises NotImplementedError,
-  and the export puts that on the factory's `raise` line;
+  and the export puts that on the factory's `raise` line; a model taking a config beside a
+  config class with defaults is built from it, and its token ids are integers in the
+  embedding's range: it exports;
 * not offered on a class that is some target's model already, nor on a class that is no module.
 """
 
@@ -49,6 +51,40 @@ class Wide(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(x)
+'''
+
+# A language model laid out as nanoGPT's model.py is: a config dataclass with defaults, the model
+# taking it untyped, token ids named `idx` going into an nn.Embedding of the config's size.
+LANGUAGE_MODEL = '''from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class TinyGPTConfig:
+    vocab_size: int = 97
+    n_embd: int = 16
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.fc = nn.Linear(config.n_embd, config.n_embd)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(config.vocab_size, config.n_embd)))
+        self.block = Block(config)
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size)
+
+    def forward(self, idx, targets=None):
+        return self.lm_head(self.block(self.transformer.wte(idx)))
 '''
 
 PROJECT = '''[project]
@@ -128,6 +164,27 @@ async def test_a_workspace_without_pyproject_gets_one_and_the_target_exports(tmp
         assert tomllib.loads(config.read_text())["tool"]["onnxlens"]["target"][0]["model"] == "mlp.py:MLP"
         await client.exports_finished("mlp", 1)
         await client.wait_for(lambda: (root / ".onnxlens" / "mlp.onnx").is_file(), "mlp.onnx written")
+        assert not client.diagnostics_of(model), client.describe()
+    finally:
+        await client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_model_built_from_its_config_gets_integer_token_ids_and_exports(tmp_path):
+    """The action reads the file alone: the config class named after the model gives the
+    factory (its defaults), the nn.Embedding `idx` feeds gives the ids' range (the config's
+    vocab_size), not `torch.randn`: a float would not index an embedding."""
+    client, root = await _launch(tmp_path, {"pyproject.toml": PROJECT, "gpt.py": LANGUAGE_MODEL})
+    model = root / "gpt.py"
+    try:
+        await _add_target(client, model, line_of(model, "class TinyGPT("), "Add TinyGPT as an ONNX export target")
+        text = model.read_text()
+        assert "    return TinyGPT(config=TinyGPTConfig()).eval()\n" in text
+        assert "    idx = torch.randint(0, 97, (2, 16))" in text
+        await client.exports_finished("tinygpt", 1)
+        await client.wait_for(lambda: (root / ".onnxlens" / "tinygpt.onnx").is_file(), "tinygpt.onnx written")
+        stats = await client.wait_idle()
+        assert stats["per_target"]["tinygpt"].get("failed", 0) == 0, stats
         assert not client.diagnostics_of(model), client.describe()
     finally:
         await client.close()

@@ -76,6 +76,13 @@ test("failed shows the problem count, and wins over targets that are ok", () => 
   assert.equal(text([...started, failed("a", 1), failed("b", 3)]), "$(error) ONNX: 4 problems (b, a)");
 });
 
+test("the tooltip says what stopped a target when the problem is in another file", () => {
+  const summary = "vit: 1 problem — import failed: ModuleNotFoundError: No module named 'torchvision' (dino.py:9)";
+  const rendering = renderStatus(run([...started, status("vit", "failed", { problems: 1, summary })]));
+  assert.equal(rendering.text, "$(error) ONNX: 1 problem (vit)");
+  assert.match(rendering.tooltip, new RegExp(`\\n${summary.replace(/[()]/g, "\\$&")}\\n`));
+});
+
 test("a fixed target clears its problems", () => {
   const broken = [...started, begins("spectral"), failed("spectral", 1)];
   assert.equal(text(broken), "$(error) ONNX: 1 problem (spectral)");

@@ -163,7 +163,9 @@ function describeTarget(name: string, target: TargetState): string {
       return parts.length ? `${name}: ok (${parts.join(", ")})` : `${name}: ${target.summary}`;
     }
     case "failed":
-      return `${name}: ${plural(target.problems, "problem")}`;
+      // The server's summary also says what stopped a target when it is not in the model's own
+      // file ("vit: 1 problem — import failed: … (dino.py:9)").
+      return target.summary.startsWith(`${name}: `) ? target.summary : `${name}: ${plural(target.problems, "problem")}`;
   }
 }
 
