@@ -21,7 +21,8 @@ Verification comes after the result (`finish`): the result (the saved model, the
 every stage that can fail the export) is what the editor waits for; onnxruntime's answer on the
 example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
 saved, so a worker child sends the result first and the completed (verified) result when it
-ends (exporter/worker/child.py).
+ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
+their content (save.py, `name_by_content`: the hashing is off the result's path).
 
 Never raises: our own bugs become findings of the stage they happened in (errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -136,10 +137,12 @@ class Pipeline:
 
     def finish(self, job: Job) -> None:
         """What comes after the result, on the same job: verification (its findings and summary
-        added to `job.result`). Only for an export that saved its model; never raises."""
+        added to `job.result`) and, beside it, the weights named by their content (the result's
+        `onnx_data` and `written` follow). Only for an export that saved its model; never raises."""
         if job.result.status != "ok":
             return
         start = time.perf_counter()
+        naming = save.Naming(job.result)
         try:
             for stage in FINISHING_RUN:
                 with job.running(stage.name, after_result=True):
@@ -149,6 +152,7 @@ class Pipeline:
         except Exception as error:  # noqa: BLE001 - a bug after the save costs the check, not the model
             job.log(f"{job.spec.name}: {job.stage} did not run to its end: {type(error).__name__}: {error}")
         finally:
+            naming.join(job)
             job.result.finishing_seconds = time.perf_counter() - start
 
     def export(self, spec: TargetSpec, on_event: EventSink = _ignore, *, kept_fills_fd: int | None = None) -> Job:

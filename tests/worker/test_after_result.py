@@ -1,6 +1,6 @@
 """A saved export's result comes before its verification (real zygote, real children): the
 service hands the saved result to `on_saved` while the child verifies, then returns the completed
-one (verified); the cache keeps only completed results."""
+one (verified, the weights named by their content); the cache keeps only completed results."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter import written
+from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.exports import ExportService
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 
@@ -28,17 +29,20 @@ async def test_the_saved_result_comes_first_and_the_verified_one_completes_it(se
     seen = []
 
     def on_saved(result):
-        # Shown while the child verifies: the model and its weights are on disk as recorded.
-        seen.append((result, Path(result.onnx).is_file(), {w.path: _sha256(w.path) for w in result.written}))
+        # Shown while the child verifies: the model is on disk; its weights' digest is not taken yet.
+        seen.append((result, Path(result.onnx).is_file(), [w.sha256 for w in result.written]))
 
     final = await service.export(spec_for(tmp_path, "mlp.py", verify=True), on_saved=on_saved)
 
     [(saved, on_disk, digests)] = seen
     assert (saved.status, on_disk, saved.verification, saved.finishing_seconds) == ("ok", True, None, None)
-    assert saved.onnx_data is not None and {w.path: w.sha256 for w in saved.written} == digests
+    assert saved.onnx_data is not None and digests[1] == ""  # the weights: identity only
     assert final.status == "ok" and final.verification.passed and final.finishing_seconds is not None
     assert final.onnx == saved.onnx and final.export_id == saved.export_id
     assert {w.path: w.sha256 for w in final.written} == {w.path: _sha256(w.path) for w in final.written}
+    # Named by their content once complete (the saved result's name was a token of its own).
+    assert Path(final.onnx_data).name == f"mlp.onnx.{_sha256(final.onnx_data)[:16]}.data" != Path(saved.onnx_data).name
+    assert named_data_file(Path(final.onnx)) == Path(final.onnx_data)
     assert all(written.changed(w) is None for w in final.written)
 
 
