@@ -360,12 +360,22 @@ def stage_table(target: Target, row: dict) -> list[str]:
     return lines
 
 
-def table(targets: list[Target], ours: dict, runs: int, cold_runs: int, load: list[str]) -> str:
+def measured_commit() -> str:
+    """The commit this run measures, and whether the working tree differed from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
+
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/REAL_SIZE.md",
+                  ":!benchmarks/real_size.json")
+    return f"{git('rev-parse', '--short=10', 'HEAD')}" + (" with uncommitted changes" if changed else "")
+
+
+def table(targets: list[Target], ours: dict, runs: int, cold_runs: int, load: list[str], commit: str) -> str:
     lines = [
         "# Real-size saves through the language server",
         "",
         f"`.venv/bin/python -m benchmarks.real_size --runs {runs} --cold-runs {cold_runs}`, "
-        f"{time.strftime('%Y-%m-%d')}. Medians; onnxlens runs: {runs}, warm stock: {runs}, cold stock: {cold_runs}, "
+        f"{time.strftime('%Y-%m-%d')}, commit {commit}. Medians; onnxlens runs: {runs}, warm stock: {runs}, cold stock: {cold_runs}, "
         "interleaved run by run. Ratios are stock ÷ onnxlens (above 1: onnxlens answers sooner), the median "
         "of each run's own ratio. The machine was shared (2 cores): load average "
         f"{' → '.join(load)} (start → end).",
@@ -435,10 +445,11 @@ def main() -> None:
         globals()["NANOGPT"] = options.nanogpt  # the target's prepare() reads it
     targets = [t for t in TARGETS if not options.only or t.name in options.only.split(",")]
     root = workspace(targets)
+    commit = measured_commit()
     load = [load_average()]
     ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
     load.append(load_average())
-    text = table(targets, ours, options.runs, options.cold_runs, load)
+    text = table(targets, ours, options.runs, min(options.cold_runs, options.runs), load, commit)
     if options.no_write:
         print(text)
         return
