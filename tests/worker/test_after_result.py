@@ -12,12 +12,9 @@ import pytest
 from onnxlens.exporter import written
 from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.exports import ExportService
-from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
+from tests.worker.worker_helpers import MLP_SOURCE, WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-# Weights big enough for a data file of their own (the public API keeps small ones in the graph).
-WIDE_MLP_SOURCE = MLP_SOURCE.replace("torch.nn.Linear(8, 4)", "torch.nn.Linear(8, 256)")
 
 
 def _sha256(path: str) -> str:

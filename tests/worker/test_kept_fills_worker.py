@@ -10,28 +10,9 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter.types import LogEvent
-from tests.worker.worker_helpers import spec_for, write_model
+from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-# Unseeded: every child starts from the zygote's generator state, so each build draws the same.
-WIDE_MLP = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.first = torch.nn.Linear(64, 256)
-        self.second = torch.nn.Linear(256, 8)
-
-    def forward(self, x):
-        return self.second(torch.relu(self.first(x)))
-
-
-def inputs():
-    return (torch.randn(2, 64),)
-'''
 
 
 async def _export(service, spec):
@@ -49,7 +30,8 @@ async def _export(service, spec):
 
 
 async def test_the_second_export_replays_the_fills_and_saves_the_same_weights(service, tmp_path):
-    write_model(tmp_path, "mlp.py", WIDE_MLP)
+    # Unseeded: every child starts from the zygote's generator state, so each build draws the same.
+    write_model(tmp_path, "mlp.py", WIDE_MLP_SOURCE)
     spec = spec_for(tmp_path, "mlp.py")
 
     first, replayed_first, computed_first = await _export(service, spec)
@@ -57,14 +39,14 @@ async def test_the_second_export_replays_the_fills_and_saves_the_same_weights(se
     second, replayed_second, computed_second = await _export(service, spec)
 
     assert (replayed_first, replayed_second, computed_second) == (0, computed_first, 0)
-    assert computed_first >= 4  # the two weights and biases at least
+    assert computed_first >= 2  # the weight and the bias at least
     assert second.onnx_data == first.onnx_data and Path(second.onnx_data).read_bytes() == data_first
 
 
 async def test_another_target_computes_its_own(service, tmp_path):
-    write_model(tmp_path, "mlp.py", WIDE_MLP)
+    write_model(tmp_path, "mlp.py", WIDE_MLP_SOURCE)
     await _export(service, spec_for(tmp_path, "mlp.py"))
 
     _, replayed, computed = await _export(service, spec_for(tmp_path, "mlp.py", name="other"))
 
-    assert replayed == 0 and computed >= 4
+    assert replayed == 0 and computed >= 2

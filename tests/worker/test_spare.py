@@ -13,27 +13,9 @@ import psutil
 import pytest
 
 from onnxlens.exporter.protocol import SPARE_NAME
-from tests.worker.worker_helpers import spec_for, write_model
+from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-# Unseeded init and inputs; weights big enough for a data file of their own.
-UNSEEDED = '''
-import torch
-
-
-class Model(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.linear = torch.nn.Linear(32, 64)
-
-    def forward(self, x):
-        return torch.relu(self.linear(x))
-
-
-def inputs():
-    return (torch.randn(2, 32),)
-'''
 
 
 def _spares(service) -> list[psutil.Process]:
@@ -55,7 +37,7 @@ async def _a_warm_spare(service, seconds: float = 120.0) -> psutil.Process:
 
 async def test_a_job_in_the_spare_draws_what_a_job_in_a_fresh_child_draws(service, tmp_path):
     for name in ("a.py", "b.py"):
-        write_model(tmp_path, name, UNSEEDED)
+        write_model(tmp_path, name, WIDE_MLP_SOURCE)
     spare = await _a_warm_spare(service)
 
     # Two at once: the first takes the spare, the second's child is forked for it (no spare is

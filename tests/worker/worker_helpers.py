@@ -30,6 +30,10 @@ def inputs():
     return (torch.randn(2, 8),)
 '''
 
+# Unseeded, with weights big enough for a data file of their own (the public API keeps small
+# ones in the graph).
+WIDE_MLP_SOURCE = MLP_SOURCE.replace("torch.nn.Linear(8, 4)", "torch.nn.Linear(8, 256)")
+
 
 def write_model(root: Path, name: str, source: str) -> Path:
     """Write a workspace file, dated a minute ago: as if saved before the export was asked for.
