@@ -13,12 +13,15 @@ Conventions (the contracts in docs/: diagnostics.md, cli.md):
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
 # Pipeline stages, in order. A finding's `stage` is one of these.
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
+# TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
+VERIFY_INPUTS = ("example", "small")
 
 STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "save", "verify")
 
@@ -34,6 +37,7 @@ CODES: dict[str, str] = {
     "onnx-checker": "error",
     "mismatch": "warning",
     "baked-shape": "warning",
+    "verification": "warning",
     "weights-free": "info",
     "torch-version": "info",
     "timeout": "error",
@@ -187,6 +191,13 @@ class TargetSpec(Plain):
     dynamic_shapes: str | None = None
     custom_translations: str | None = None
     verify: bool = True
+    # Verification's tolerances (exporter/verify/tolerance.py; docs/configuration.md); None: by
+    # dtype. `verify_inputs`: what it runs on ("example", or "small": the example cut along its
+    # dynamic dimensions, small_inputs.py). `second_shape`: the check with other sizes runs.
+    rtol: float | None = None
+    atol: float | None = None
+    verify_inputs: str = "example"
+    second_shape: bool = True
     timeout: float = 120.0
     opset: int | None = None
     input_names: list[str] | None = None
@@ -201,6 +212,24 @@ class TargetSpec(Plain):
         `<name>.graph.onnx` next to `output`, which a file without weights must never replace."""
         stem = self.output[:-len(".onnx")] if self.output.endswith(".onnx") else self.output
         return f"{stem}.graph.onnx"
+
+    @property
+    def cache_dir(self) -> str:
+        """`<output-dir>/cache`: the output dir is where the config loader puts the reports
+        directory (`<output-dir>/reports/<target>.md`)."""
+        report_dir = os.path.dirname(os.path.abspath(self.report))
+        output_dir = os.path.dirname(report_dir) if os.path.basename(report_dir) == "reports" else report_dir
+        return os.path.join(output_dir, "cache")
+
+    @property
+    def safe_name(self) -> str:
+        """The target's name as a file name."""
+        return "".join(c if c.isalnum() or c in "-_." else "_" for c in self.name)
+
+    @property
+    def verification_record(self) -> str:
+        """Where the last passing verification is kept (exporter/verify/reuse.py)."""
+        return os.path.join(self.cache_dir, f"{self.safe_name}.verified.json")
 
 
 
@@ -247,6 +276,9 @@ class ExportResult(Plain):
     verification: VerificationSummary | None = None
     findings: list[Finding] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # workspace files the target imported
+    # Where the modules the target looked for in the workspace and did not find would be
+    # (pipeline/absent_modules.py): their appearance changes what it exports.
+    absent: list[str] = field(default_factory=list)
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
     model_location: Location | None = None  # where the model callable is defined
@@ -314,7 +346,8 @@ def _without_none(data: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class OutputComparison(Plain):
-    """One graph output compared elementwise (torch.isclose semantics)."""
+    """One graph output compared elementwise (exporter/verify/tolerance.py: torch.isclose's form
+    with a noise floor at the output's magnitude)."""
 
     name: str
     compared: bool
@@ -325,6 +358,12 @@ class OutputComparison(Plain):
     shape: list[int] = field(default_factory=list)
     note: str | None = None
     nan_mismatches: int | None = None
+    # The tolerance applied to this output (exporter/verify/tolerance.py): rtol and atol (its
+    # dtype's, or the target's settings), and the noise floor (its dtype's eps units at the
+    # output's largest |value|); an element passes within max(atol, noise) + rtol * |torch|.
+    rtol: float | None = None
+    atol: float | None = None
+    noise: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _without_none(dataclasses.asdict(self))
@@ -349,15 +388,27 @@ class VerificationSummary(Plain):
     """onnxruntime against torch on the example inputs (`verification` in the JSON output)."""
 
     passed: bool = True
-    rtol: float = 1e-3
-    atol: float = 1e-5
+    # The target's `rtol`/`atol` settings; None: each output's dtype's default (the tolerance
+    # each output was compared with is in `outputs`).
+    rtol: float | None = None
+    atol: float | None = None
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
     compared: int = 0  # outputs compared
     outputs: list[OutputComparison] = field(default_factory=list)
     seconds: float | None = None
+    # What it ran on, when not the example inputs themselves (`verify-inputs = "small"`:
+    # `x: [1, 4, 256] instead of [4, 16, 256]`).
+    inputs: str | None = None
+    # True: not run again; the summary of an earlier export whose verification depended on the
+    # same things (exporter/verify/reuse.py: the ONNX graph and its weights, the torch program,
+    # the inputs, the settings, the versions).
+    reused: bool | None = None
     note: str | None = None
     error: str | None = None  # why verification did not (fully) run
+    # Which side could not run: "inputs" (they do not fit the model), "torch", "onnxruntime",
+    # "onnxlens" (a bug of ours); None when it ran.
+    error_source: str | None = None
     first_mismatch: FirstMismatch | None = None
     intermediates_compared: int | None = None
     localisation_seconds: float | None = None
@@ -366,10 +417,14 @@ class VerificationSummary(Plain):
     # onnxruntime and torch agreed there, and its time.
     other_sizes: str | None = None
     other_sizes_passed: bool | None = None
+    # Larger sizes torch itself refused (the model's code takes fewer sizes than its dynamic
+    # dimensions declare): the sizes and torch's error.
+    other_sizes_refused: str | None = None
     other_sizes_seconds: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = _without_none(dataclasses.asdict(self))
+        data["rtol"], data["atol"] = self.rtol, self.atol  # always present: null is "by dtype"
         data["outputs"] = [output.to_dict() for output in self.outputs]
         if self.first_mismatch is not None:
             data["first_mismatch"] = self.first_mismatch.to_dict()

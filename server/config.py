@@ -16,6 +16,7 @@ Keys (docs/configuration.md), global and per target where marked:
     memory-limit* (MB; an onnxlens extension), source-paths*,
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations, extra-decompositions;
+    verification, global and per target: rtol*, atol*, verify-inputs*, second-shape*;
     gate (the table [tool.onnxlens.gate], `onnxlens check --baseline`): node-count-percent,
             initializer-size-percent, verification-error-factor.
 """
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import SOURCE_PATH_MODES, Finding, Location, Related, TargetSpec
+from onnxlens.exporter.types import SOURCE_PATH_MODES, VERIFY_INPUTS, Finding, Location, Related, TargetSpec
 from onnxlens.server.toml_locations import Span, TableSite, scan_tables
 
 CONFIG_NAMES = ("onnxlens.toml", "pyproject.toml")
@@ -168,6 +169,15 @@ def _check_at_least(minimum: float, what: str) -> Callable[[str, Any], str | Non
     return check
 
 
+def _check_tolerance(key: str, value: Any) -> str | None:
+    """A tolerance: a finite number >= 0 (an integer is a number too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return _wrong(key, "a number (a tolerance, e.g. 1e-4)", value)
+    if not 0 <= value < float("inf"):
+        return f"`{key}` must be a finite number >= 0, not {_shown(value)}"
+    return None
+
+
 def _check_names(key: str, value: Any) -> str | None:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         return _wrong(key, "an array of non-empty strings", value)
@@ -226,6 +236,10 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "opset": _check_positive_int("a positive integer (an ONNX opset version)"),
     "memory-limit": _check_positive_int("a positive integer (megabytes)"),
     "source-paths": _check_choice(*SOURCE_PATH_MODES),
+    "rtol": _check_tolerance,
+    "atol": _check_tolerance,
+    "verify-inputs": _check_choice(*VERIFY_INPUTS),
+    "second-shape": _check_bool,
 }
 GLOBAL_CHECKS = {"output-dir": _check_string, "allow-output-outside-workspace": _check_bool, **_SHARED_CHECKS}
 TARGET_CHECKS = {
@@ -501,6 +515,10 @@ class _Loader:
         def setting(key: str, default: Any) -> Any:
             return values.get(key, self.defaults.get(key, default))
 
+        def tolerance(key: str) -> float | None:
+            value = setting(key, None)
+            return None if value is None else float(value)
+
         root = self.workspace.root
         output_dir = self.workspace.output_dir
         output = (root / values["output"]).resolve() if "output" in values else output_dir / f"{name}.onnx"
@@ -514,6 +532,10 @@ class _Loader:
             dynamic_shapes=values.get("dynamic-shapes"),
             custom_translations=values.get("custom-translations"),
             verify=setting("verify", True),
+            rtol=tolerance("rtol"),
+            atol=tolerance("atol"),
+            verify_inputs=setting("verify-inputs", "example"),
+            second_shape=setting("second-shape", True),
             timeout=float(setting("timeout", DEFAULT_TIMEOUT)),
             opset=setting("opset", None),
             input_names=values.get("input-names"),

@@ -22,7 +22,7 @@ from onnxlens.exporter import references
 from onnxlens.exporter.types import CachedEvent, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
-from onnxlens.server.cache import ResultCache
+from onnxlens.server.cache import ResultCache, forget_verification
 from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
@@ -55,6 +55,7 @@ class ExportService:
         self._worker: Worker | None = None
         self._retired: list[Worker] = []  # replaced, finishing their last jobs
         self._preload_deny: set[str] = set()  # shared by every worker of this service
+        self._worker_installed: str | None = None  # the installed packages' fingerprint at its start
         self._worker_lock = asyncio.Lock()
         self._closed = False
 
@@ -69,7 +70,7 @@ class ExportService:
 
     async def start(self) -> None:
         """Start the worker in the background; returns at once."""
-        await self._current_worker()
+        await self._current_worker(await self._installed_now())
 
     def version_lines(self) -> list[str]:
         """onnxlens, the worker interpreter's ONNX stack, that interpreter and the torch adapter
@@ -96,11 +97,14 @@ class ExportService:
             if hit is not None:
                 sink(CachedEvent(target=spec.name))
                 return hit
+        else:
+            forget_verification(spec)  # a forced export verifies again (exporter/verify/reuse.py)
         ticket = await self.admission.admit(self.memory_estimate(spec))
         exited: asyncio.Future | None = None
         try:
             started_ns = time.time_ns()
-            result, exited = await self._run(spec, sink, on_saved)
+            installed = await self._installed_now()
+            result, exited = await self._run(spec, sink, installed, on_saved)
         finally:
             ticket.release_slot()
             if exited is None:
@@ -108,7 +112,7 @@ class ExportService:
             else:  # the process holds its memory until it has written its report and exited
                 exited.add_done_callback(lambda done: self._exited(spec.name, done, ticket))
         if not result.cached:
-            self.cache.store(spec, result, job_started_ns=started_ns)
+            self.cache.store(spec, result, job_started_ns=started_ns, installed=installed)
         return result
 
     def memory_estimate(self, spec: TargetSpec) -> float:
@@ -139,8 +143,19 @@ class ExportService:
 
     # ---- internals -----------------------------------------------------------------------
 
-    async def _current_worker(self) -> Worker:
+    async def _installed_now(self) -> str | None:
+        """The installed packages' fingerprint (server/installed.py; the first call asks the
+        interpreter in a subprocess: off the event loop)."""
+        return await asyncio.to_thread(self.cache.installed.fingerprint)
+
+    async def _current_worker(self, installed: str | None) -> Worker:
+        """A worker started under the installed packages `installed` (their fingerprint). One
+        started before they changed is retired: its zygote holds the libraries it preloaded as
+        they were, and the jobs it forks would run them."""
         async with self._worker_lock:
+            if self._worker is not None and self._worker.usable and self._worker_installed != installed:
+                log.info("the installed packages changed: a new export worker replaces %s", self._worker.pid)
+                self._worker.retire()
             if self._worker is None or not self._worker.usable:
                 old = self._worker
                 if old is not None and old.retiring and old.alive:
@@ -150,17 +165,20 @@ class ExportService:
                 self._retired = [w for w in self._retired if w.alive]
                 self._worker = Worker(self.python, env=self.env,
                                       preload_deny=self._preload_deny)
+                self._worker_installed = installed
                 await self._worker.start()
             return self._worker
 
-    async def _run(self, spec: TargetSpec, sink: EventSink, on_saved: Callable[[ExportResult], None] | None
-                   ) -> tuple[ExportResult, asyncio.Future | None]:
-        """The result, and the future of the job's `exited` frame when a process ran it."""
+    async def _run(self, spec: TargetSpec, sink: EventSink, installed: str | None,
+                   on_saved: Callable[[ExportResult], None] | None) -> tuple[ExportResult, asyncio.Future | None]:
+        """The result, and the future of the job's `exited` frame when a process ran it, on a
+        worker started under the installed packages `installed`; a saved export's result goes
+        to `on_saved` before its verification ends."""
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
                 return _worker_failure(spec, "the export service was shut down"), None
-            worker = await self._current_worker()
+            worker = await self._current_worker(installed)
             exited: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 await worker.wait_ready()

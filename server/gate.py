@@ -19,7 +19,8 @@ shard, a `--target` selection), and says:
   - `static-axis`: an input or output axis with a name (dynamic) in the baseline has a fixed size
     now (on the line torch.export reported fixing it, else the dynamic-shapes factory);
   - `verification-error`: onnxruntime's largest difference from torch grew by more than
-    `verification-error-factor` times and by more than the verification's `atol`.
+    `verification-error-factor` times and by more than the verification's `atol` (the target's,
+    else its outputs' dtype's; the noise floor is left out).
 
 The gate passes when there is no regression and no new error or warning finding: the findings the
 baseline already had do not fail it. Gate findings in a baseline (saved by a run that compared
@@ -349,15 +350,25 @@ class _Comparison:
         if not before or not now or "max_abs_diff" not in before or "max_abs_diff" not in now:
             return
         was, diff = float(before["max_abs_diff"]), float(now["max_abs_diff"])
-        atol = float(now.get("atol", 1e-5))
+        atol = _atol(now)
         factor = self.thresholds.verification_error_factor
-        if diff <= was * factor or diff - was <= atol:
+        if atol is None or diff <= was * factor or diff - was <= atol:
             return
         growth = f"×{diff / was:.3g}" if was else "from 0"
         message = (f"onnxruntime's largest difference from torch in `{self.name}` grew from {was:.3g} to {diff:.3g} "
                    f"({growth}, threshold ×{factor:g} and more than atol {atol:g})")
         mismatch = next((d for d in self.now["diagnostics"] if d["code"] == "mismatch"), None)
         self.add("verification-error", message + (" (first differing value on this line)" if mismatch else ""), mismatch)
+
+
+def _atol(verification: dict[str, Any]) -> float | None:
+    """The verification's absolute tolerance: the target's `atol`, else the smallest of its
+    outputs' (each its dtype's: exporter/verify/tolerance.py), without the noise floor; None
+    when nothing was compared."""
+    if verification.get("atol") is not None:
+        return float(verification["atol"])
+    compared = [float(o["atol"]) for o in verification.get("outputs") or [] if o.get("atol") is not None]
+    return min(compared, default=None)
 
 
 def _summed(lines: list[dict[str, Any]]) -> dict[str, int]:

@@ -315,8 +315,7 @@ class Worker:
         elif kind == "retire":
             log.warning("export worker %s retires: %s", self.pid, message.get("reason"))
             self.preload_deny.add(str(message.get("deny")))
-            self.retiring = True
-            self._stop_when_idle()
+            self.retire()
         elif kind == "fatal":
             self._fail_start(WorkerUnavailable(str(message.get("message")), permanent=True))
         elif job is None:
@@ -353,6 +352,11 @@ class Worker:
             if job.result.done():
                 self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
             self._stop_when_idle()
+
+    def retire(self) -> None:
+        """Take no new jobs; stop once the jobs in flight are done (the caller starts another)."""
+        self.retiring = True
+        self._stop_when_idle()
 
     def _stop_when_idle(self) -> None:
         if self.retiring and not self._jobs and self.alive and self._stopping is None:

@@ -34,6 +34,7 @@ import contextlib
 import time
 from typing import Callable, Iterator, NamedTuple
 
+import onnxlens.exporter.pipeline.absent_modules as absent_modules
 import onnxlens.exporter.pipeline.artifacts as artifacts
 import onnxlens.exporter.pipeline.capture as capture
 import onnxlens.exporter.pipeline.check as check
@@ -165,8 +166,9 @@ class Pipeline:
             _counters_as_in_a_fresh_process()
         job = Job(spec, self.tables, on_event, kept_fills_fd)
         opened: set[str] = set()
+        absent: set[str] = set()
         try:
-            with opened_files.recording(job.workspace) as opened:
+            with opened_files.recording(job.workspace) as opened, absent_modules.recording(job.workspace) as absent:
                 for stage in STAGES_RUN:
                     with job.running(stage.name, settles=stage.settles), _onnx_exporting(stage.exporting):
                         stage.run(job)
@@ -180,9 +182,10 @@ class Pipeline:
         finally:
             result = job.result
             # What the target imported, and what its code opened (a JSON config): a change to
-            # either must re-export it.
+            # either must re-export it; so must a module it looked for appearing.
             imported = job.loader.closure() if job.loader is not None else []
             result.closure = sorted(set(imported) | opened)
+            result.absent = sorted(absent)
             if job.weights_free is not None:
                 _note_weights_free(job)
             if not internals.FULL:

@@ -10,7 +10,8 @@ first are findings of their own, marked so. Its program silently bakes in the br
 input took: it is only read for its report, never exported. A higher-order op's body dynamo
 rejects as a whole is placed in the body (hop_bodies.py), a dynamic-shapes declaration the code
 contradicts on the line that does (dynamic_dims.py), inputs or dynamic shapes that do not fit the
-model on the factory's `return` that built them (input_mistakes.py). While capture traces, ops that certainly
+model on the factory's `return` that built them (input_mistakes.py), a symbolic value a torch
+function refuses with the line that made it related (symbolic_arguments.py). While capture traces, ops that certainly
 have no translation are reported at once as preliminary findings of the scan (traced_ops.py).
 """
 
@@ -30,9 +31,10 @@ from onnxlens.exporter.pipeline.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.hop_bodies import body_failure
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
+from onnxlens.exporter.pipeline.symbolic_arguments import SymbolicArgument, symbolic_argument
 from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
 from onnxlens.exporter.torch_internals.active import internals
-from onnxlens.exporter.types import Finding, Fix, Location
+from onnxlens.exporter.types import Finding, Fix, Location, Related
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
 _GB_URL_RE = re.compile(r"https://\S+/gb/gb\d+\.html")
@@ -140,14 +142,15 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
         kind, data = failure.kind, failure.data
         if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
             continue
-        frames = from_user_stack(data.get("user_stack"), files) or (
-            from_stack_trace(failure.node_traces[0]) if failure.node_traces else [])
+        # A stack of its own, else (an op's failure, reported once per op) each call of the op.
+        user_stack = from_user_stack(data.get("user_stack"), files)
+        chains = [user_stack] if user_stack else [from_stack_trace(trace) for trace in failure.node_traces] or [[]]
         if kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
                            f"{data.get('result')}): torch.export cannot decide it for every input")
         else:
             description = f"{kind.lower().replace('_', ' ')}: {data.get('op', '')}".rstrip(": ")
-        problems.append((kind, description, frames))
+        problems.extend((kind, description, frames) for frames in chains)
     return problems
 
 
@@ -221,6 +224,13 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
     if body is not None:
         message += f"\n({body.note})"
+    made = _symbolic_argument_made(error, frames, workspace)
+    if made is not None:
+        place.related.insert(0, Related(file=os.path.realpath(made.made.file), line=made.made.line, message=(
+            f"`{made.variable}` is assigned here: on a dynamic size this makes a {made.kind}, and the call "
+            f"needs a plain value for `{made.argument}`")))
+        message += (f"\n(`{made.variable}`, passed as `{made.argument}`, is a {made.kind}: see its assignment in "
+                    f"`{made.made.func}`, line {made.made.line})")
     if is_data_dependent(error):
         message = f"{DATA_DEPENDENT_LEAD}\n{message}"
     docs_url = EXPORTDB_URL
@@ -235,6 +245,15 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     finding = Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
                       source_line=place.source_line, docs_url=docs_url, fixes=fixes, message=message)
     return finding, located
+
+
+def _symbolic_argument_made(error: BaseException, frames: list[Frame], workspace: Workspace) -> SymbolicArgument | None:
+    """Where the symbolic value a torch function refused was made (symbolic_arguments.py), from
+    the innermost frame of the chain outside torch: the call that passed it."""
+    calls = [frame for frame in frames if classify(frame.file, workspace) is not Origin.INTERNAL]
+    if not calls:
+        return None
+    return symbolic_argument("\n".join(str(item) for item in exception_chain(error)), calls[-1])
 
 
 def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:

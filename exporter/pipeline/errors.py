@@ -18,9 +18,11 @@ import re
 from typing import Any, Iterator, NoReturn
 
 import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
-from onnxlens.exporter.locations import from_traceback, is_user_code, locate
+from onnxlens.exporter.locations import from_stack_trace, from_traceback, is_user_code, locate
 from onnxlens.exporter.pipeline.failed_nodes import input_named_in, interpreted_node, node_named_in, subgraph_owner
+from onnxlens.exporter.pipeline.hop_bodies import body_return
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.stacks import full_stack_trace
 from onnxlens.exporter.types import Finding, Related
 
 # The code of a finding for an unexpected failure in each stage.
@@ -50,6 +52,9 @@ def error_finding(job: Job, error: BaseException, code: str, context: str, node:
         node = interpreted_node(chain) or subgraph_owner(chain) or input_named_in(job, chain)
     if node is not None or onnx_node is not None:
         place = onnx_nodes.place(onnx_node, node, job.workspace)
+        body = body_return(node, job.workspace) if node is not None and _about_aliasing(chain) else None
+        if body is not None:  # the body's outputs as a whole: its `return`, the op's call related
+            place = locate(from_stack_trace(full_stack_trace(node)) + [body], job.workspace)
         innermost = next((f for f in reversed(raised_frames) if is_user_code(f.file, job.workspace)), None)
         if innermost is not None:
             place.related.insert(0, Related(file=os.path.realpath(innermost.file), line=innermost.line,
@@ -89,6 +94,12 @@ def fail_on(job: Job, error: BaseException, code: str, context: str) -> NoReturn
     """End the pipeline with the finding of an exception the running stage caught."""
     job.error = error
     job.fail([error_finding(job, error, code, context)])
+
+
+def _about_aliasing(chain: list[BaseException]) -> bool:
+    """torch's checks of a higher-order op's body outputs word their failure so ("scan might be
+    aliasing the input or the output", "Output-to-output aliasing detected")."""
+    return any("aliasing" in str(item) for item in chain)
 
 
 # torch appends the node and its stack trace to errors raised while interpreting a graph: the

@@ -6,6 +6,10 @@ an input), an input the body mutates. The error raised then has no frame in the 
 names the op's call. The body's line is the one of the body's node at fault (the view, the
 in-place call: dynamo recorded its stack), else the body function's `return` (a body returning
 its input unchanged has no node of its own). The op's call is related ("called from here").
+
+Past capture, the decomposition checks a `scan` body's outputs again (functionalization: "scan
+might be aliasing the input or the output"), naming the op's node only: `body_return` finds
+the body function's `return` from the body graph's own nodes.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import ast
 import linecache
 from dataclasses import dataclass
+from typing import Any
 
 from onnxlens.exporter.locations import Frame, Origin, Workspace, classify, from_stack_trace
 from onnxlens.exporter.torch_internals.active import internals
@@ -62,15 +67,59 @@ def _body_frames(failure: object, call: tuple[str, int] | None, workspace: Works
     return []
 
 
-def _return_line(file: str, first_line: int) -> int | None:
-    """The line of the function's `return`, when it has exactly one (nested functions aside)."""
+def body_return(node: Any, workspace: Workspace) -> Frame | None:
+    """The `return` of the body function of a higher-order op node (`scan`, `cond`, ...) of a
+    captured program, for a failure about the body as a whole that comes after capture (the
+    decomposition's functionalization of `scan` finds the body's outputs aliasing: `return
+    [carry, carry]`): the function that holds the line the body's nodes were traced from, when
+    it has one `return`. None when no body node names a line outside torch past the op's call."""
+    import torch
+
+    call = [frame for frame in from_stack_trace(node.meta.get("stack_trace"))
+            if classify(frame.file, workspace) is not Origin.INTERNAL]
+    at_call = (call[-1].file, call[-1].line) if call else None
+    owner = node.graph.owning_module
+    for argument in node.args:
+        body = getattr(owner, argument.target, None) if isinstance(argument, torch.fx.Node) and (
+            argument.op == "get_attr") else None
+        if not isinstance(body, torch.fx.GraphModule):
+            continue
+        for body_node in body.graph.nodes:
+            frames = [frame for frame in from_stack_trace(body_node.meta.get("stack_trace"))
+                      if classify(frame.file, workspace) is not Origin.INTERNAL]
+            if not frames or (frames[-1].file, frames[-1].line) == at_call:
+                continue
+            inner = frames[-1]
+            line = _enclosing_return_line(inner.file, inner.line)
+            if line is not None:
+                return Frame(inner.file, line, inner.func)
+    return None
+
+
+def _enclosing_return_line(file: str, line: int) -> int | None:
+    """The `return` of the innermost function around `line`, when it has exactly one."""
+    tree = _parsed(file)
+    around = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and node.lineno <= line <= (node.end_lineno or node.lineno)] if tree is not None else []
+    if not around:
+        return None
+    innermost = max(around, key=lambda function: function.lineno)
+    returns = [child.lineno for child in _own_nodes(innermost) if isinstance(child, ast.Return)]
+    return returns[0] if len(returns) == 1 else None
+
+
+def _parsed(file: str) -> ast.AST | None:
     linecache.checkcache(file)
-    text = "".join(linecache.getlines(file))
     try:
-        tree = ast.parse(text)
+        return ast.parse("".join(linecache.getlines(file)))
     except (SyntaxError, ValueError):
         return None
-    for node in ast.walk(tree):
+
+
+def _return_line(file: str, first_line: int) -> int | None:
+    """The line of the function's `return`, when it has exactly one (nested functions aside)."""
+    tree = _parsed(file)
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and first_line in (
                 node.lineno, *(decorator.lineno for decorator in node.decorator_list)):
             returns = [child.lineno for child in _own_nodes(node) if isinstance(child, ast.Return)]

@@ -49,6 +49,19 @@ def fx_node(onnx_node: Any, program: Any) -> Any:
                  if node.name == match.group(1)), None)
 
 
+def origin(node: Any, program: Any) -> Any:
+    """The node of `program` that `node` (of a program derived from it: the decomposed one) was
+    made from, through the provenance torch.fx records (`meta["from_node"]`), or None."""
+    graph_id = id(program.graph)
+    sources = list(node.meta.get("from_node") or []) if node is not None else []
+    while sources:
+        source = sources.pop(0)
+        if getattr(source, "graph_id", None) == graph_id:
+            return next((n for n in program.graph.nodes if n.name == source.name), None)
+        sources.extend(getattr(source, "from_node", None) or [])
+    return None
+
+
 def place(onnx_node: Any, node: Any, workspace: Workspace | None) -> Place:
     """Where an FX `node` came from (its full stack trace: helper frames kept), else the ONNX
     node (the stack trace the exporter wrote into it)."""

@@ -51,10 +51,11 @@ def unflattenable_type(errors: list[BaseException]) -> str | None:
 
 
 def rejection(error: BaseException) -> str | None:
-    """torch's sentence rejecting the output type, without its boilerplate (None: not that error)."""
+    """torch's sentence rejecting the output type, after the exception's class as torch's summary
+    names it, without its boilerplate (None: not that error)."""
     for item in exception_chain(error):
         if match := _NON_STRICT.search(str(item)) or _STRICT.search(str(item)):
-            return match[0]
+            return f"{type(item).__name__}: {match[0]}"
     return None
 
 

@@ -232,7 +232,7 @@ def _verification(summary: VerificationSummary | None) -> str | None:
         return None
     lines = [
         f"- Result: **{'passed' if summary.passed else 'FAILED'}** "
-        f"(onnxruntime vs torch on the example inputs; rtol={summary.rtol}, atol={summary.atol})",
+        f"(onnxruntime vs torch on the example inputs; {_tolerance(summary)})",
         f"- Max abs diff: {_number(summary.max_abs_diff)}, max rel diff: {_number(summary.max_rel_diff)}",
     ]
     if summary.error is not None:
@@ -254,21 +254,34 @@ def _verification(summary: VerificationSummary | None) -> str | None:
         outcome = "passed" if summary.other_sizes_passed else "FAILED (a size of the example is fixed in the graph)"
         seconds = f", {summary.other_sizes_seconds:.3f} s" if summary.other_sizes_seconds is not None else ""
         lines.append(f"- Other sizes for the dynamic dimensions ({summary.other_sizes}): **{outcome}**{seconds}")
+    if summary.other_sizes_refused is not None:
+        lines.append(f"- Larger sizes torch itself refuses (the model takes fewer sizes than its dynamic "
+                     f"dimensions declare): {summary.other_sizes_refused}")
     if summary.seconds is not None:
         localisation = summary.localisation_seconds
         lines.append(f"- Time: {summary.seconds:.3f} s" + (
             f" (of which {localisation:.3f} s finding the first diverging value with one "
             f"onnxruntime session)" if localisation is not None else ""))
     if summary.outputs:
-        lines += ["", "| output | dtype | shape | max abs diff | max rel diff | result |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["", "| output | dtype | shape | max abs diff | max rel diff | rtol | atol (noise floor) | result |",
+                  "|---|---|---|---|---|---|---|---|"]
         for o in summary.outputs:
             result = ("ok" if o.passed else "differs") if o.compared else "not compared"
             if o.note:
                 result += f" ({o.note})"
+            floor = _number(max(o.atol, o.noise) if o.noise and o.atol is not None else o.atol) + (
+                f" ({_number(o.noise)})" if o.noise else "")
             lines.append(f"| `{o.name}` | {o.dtype} | {o.shape} | "
-                         f"{_number(o.max_abs_diff)} | {_number(o.max_rel_diff)} | {result} |")
+                         f"{_number(o.max_abs_diff)} | {_number(o.max_rel_diff)} | {_number(o.rtol)} | {floor} | {result} |")
     return "\n".join(lines) + "\n"
+
+
+def _tolerance(summary: VerificationSummary) -> str:
+    """`rtol=0.001, atol=1e-05` as set for the target, or `tolerances by dtype`."""
+    if summary.rtol is None and summary.atol is None:
+        return "tolerances by dtype, with a noise floor at each output's magnitude"
+    return (f"rtol={summary.rtol if summary.rtol is not None else 'by dtype'}, "
+            f"atol={summary.atol if summary.atol is not None else 'by dtype'}, with a noise floor")
 
 
 def _number(value: Any) -> str:

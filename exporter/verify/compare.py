@@ -1,4 +1,5 @@
-"""Compare one torch value with one onnxruntime value, elementwise, as torch.isclose does."""
+"""Compare one torch value with one onnxruntime value, elementwise, within the tolerance of
+tolerance.py (torch.isclose's form, with a noise floor at the value's magnitude)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import torch
 
+from onnxlens.exporter.verify.tolerance import Tolerance
+
 # Relative difference = |a - b| / (|expected| + EPS), as torch.onnx's verification computes it.
 EPS = 1e-7
 
@@ -14,9 +17,18 @@ EPS = 1e-7
 @dataclass
 class Comparison:
     comparable: bool  # False: not two tensors of one shape (the reason is in `note`)
-    passed: bool = True  # every element within atol + rtol * |expected|
+    passed: bool = True  # every element within the tolerance (tolerance.py)
     max_abs_diff: float = 0.0  # over finite elements
     max_rel_diff: float = 0.0
+    # The tolerance applied (tolerance.py): rtol, atol (the dtype's or the target's), the noise
+    # floor and the scale it was taken at, and the absolute floor max(atol, noise); `excess`: the
+    # largest difference over what its element was allowed (> 1: past tolerance).
+    rtol: float = 0.0
+    atol: float = 0.0
+    noise: float = 0.0
+    floor: float = 0.0
+    scale: float = 0.0
+    excess: float = 0.0
     nan_mismatches: int = 0  # elements NaN/inf on one side only (not in the maxima)
     note: str = ""
     dtype: str = ""
@@ -34,7 +46,7 @@ def as_tensor(value: Any) -> torch.Tensor | None:
     return None
 
 
-def compare(expected: Any, actual: Any, *, rtol: float, atol: float) -> Comparison:
+def compare(expected: Any, actual: Any, *, tolerance: Tolerance) -> Comparison:
     exp, act = as_tensor(expected), as_tensor(actual)
     if exp is None or act is None:
         return Comparison(False, note=f"not a tensor ({type(expected).__name__})")
@@ -58,20 +70,29 @@ def compare(expected: Any, actual: Any, *, rtol: float, atol: float) -> Comparis
         bad = int(diff.sum())
         return Comparison(True, passed=bad == 0, max_abs_diff=float(bad > 0),
                           max_rel_diff=float(bad > 0), **info)
+    bounds = tolerance.bounds(exp.dtype)
     exp64, act64 = exp.to(torch.float64), act.to(torch.float64)
     both_finite = torch.isfinite(exp64) & torch.isfinite(act64)
     # Same NaN or same infinity on both sides agrees; anything else non-finite disagrees.
     same_special = (torch.isnan(exp64) & torch.isnan(act64)) | (
         torch.isinf(exp64) & torch.isinf(act64) & (exp64 == act64))
     nan_mismatches = int((~both_finite & ~same_special).sum())
+    magnitude = exp64.abs()
+    finite_expected = torch.isfinite(exp64)
+    scale = float(magnitude[finite_expected].max()) if bool(finite_expected.any()) else 0.0
+    floor = bounds.floor(scale)
     abs_diff = torch.where(both_finite, (exp64 - act64).abs(), torch.zeros_like(exp64))
-    rel_diff = abs_diff / (exp64.abs() + EPS)
-    within = torch.where(both_finite, abs_diff <= atol + rtol * exp64.abs(), same_special)
+    rel_diff = abs_diff / (magnitude + EPS)
+    allowed = floor + bounds.rtol * torch.where(both_finite, magnitude, torch.zeros_like(magnitude))
+    within = torch.where(both_finite, abs_diff <= allowed, same_special)
+    excess = abs_diff / allowed if floor > 0 else torch.where(abs_diff > allowed, torch.inf, 0.0)
     return Comparison(
         True,
         passed=bool(within.all()),
         max_abs_diff=float(abs_diff.max()),
         max_rel_diff=float(torch.where(both_finite, rel_diff, torch.zeros_like(rel_diff)).max()),
         nan_mismatches=nan_mismatches,
+        rtol=bounds.rtol, atol=bounds.atol, noise=bounds.noise(scale), floor=floor, scale=scale,
+        excess=float(torch.where(both_finite, excess, torch.zeros_like(excess)).max()),
         **info,
     )

@@ -61,30 +61,40 @@ def candidates(program: Any, model: Any) -> list[Candidate]:
 
 
 def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, Any], graph_inputs: list,
-                     *, rtol: float, atol: float, shapes_differ: bool = False) -> tuple[Divergence | None, int]:
+                     *, tolerance: Any, shapes_differ: bool = False,
+                     before: Any = None) -> tuple[Divergence | None, int]:
     """The first FX value past tolerance (None: none before the outputs), and how many
-    intermediate values were compared.
+    intermediate values were compared. Each value is compared within `tolerance`
+    (tolerance.Tolerance: its own dtype's bounds, at its own scale).
 
     `shapes_differ`: the program is the captured one (before decomposition) and the inputs have
     other sizes than the example's (the second-shape check): a value of another shape counts as
     differing, and the blame goes to the nearest node before it that the ONNX model has no value
-    of (a decomposed op: a decomposition that read the example's sizes fixed them there)."""
+    of (a decomposed op: a decomposition that read the example's sizes fixed them there).
+
+    `before`: an ONNX node onnxruntime failed at: only the values it depends on are compared,
+    fetched with a session pruned to them (onnxruntime computes only what they need, so the
+    failing node does not run): a node fails where a wrong shape arrives, not always where it
+    was made."""
     import torch
 
     from onnxlens.exporter.verify.compare import compare
     from onnxlens.exporter.verify.runtime import run
 
     found_candidates = candidates(program, model)
+    if before is not None:
+        upstream = _upstream_values(before)
+        found_candidates = [c for c in found_candidates if c.fetch_name in upstream]
     if not found_candidates:
         return None, 0
-    outputs = {v.name for v in model.graph.outputs}
+    outputs = {v.name for v in model.graph.outputs} if before is None else set()
     extra, seen = [], set()
     for c in found_candidates:
         if c.fetch_name not in outputs and c.fetch_name not in seen:
             extra.append(c.value)
             seen.add(c.fetch_name)
     fetch = list(dict.fromkeys(c.fetch_name for c in found_candidates))
-    session = sessions.session(extra)
+    session = sessions.session(extra, only=before is not None)
     onnx_values = dict(zip(fetch, run(session, feeds, fetch)))
     del session
     by_node = {c.node: c for c in found_candidates}
@@ -99,7 +109,7 @@ def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, A
             candidate = by_node.get(node)
             if candidate is not None:
                 actual = onnx_values.pop(candidate.fetch_name, None)
-                comparison = compare(result, actual, rtol=rtol, atol=atol)
+                comparison = compare(result, actual, tolerance=tolerance)
                 if comparison.comparable or (shapes_differ and comparison.note.startswith("shape ")):
                     state["checked"] += 1
                     if not comparison.passed:
@@ -115,6 +125,21 @@ def first_divergence(program: Any, model: Any, sessions: Any, feeds: dict[str, A
         except _Stop:
             pass
     return state["found"], state["checked"]
+
+
+def _upstream_values(onnx_node: Any) -> set[str]:
+    """The names of the values `onnx_node` depends on in its graph (its inputs, theirs ...)."""
+    names: set[str] = set()
+    frontier = [value for value in onnx_node.inputs if value is not None]
+    while frontier:
+        value = frontier.pop()
+        if not value.name or value.name in names:
+            continue
+        names.add(value.name)
+        producer = value.producer()
+        if producer is not None:
+            frontier.extend(v for v in producer.inputs if v is not None)
+    return names
 
 
 def nearest_uncompared(node: Any, compared: dict) -> Any:

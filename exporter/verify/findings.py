@@ -1,6 +1,7 @@
-"""The `mismatch` findings of verification, on the user's line, named by module path.
+"""The findings of verification: a `mismatch` on the user's line, named by module path, and a
+`verification` warning when the verification could not run.
 
-Where the finding lands is decided by exporter/locations (`locate_node`: the one rule and
+Where a finding lands is decided by exporter/locations (`locate_node`: the one rule and
 builder, with the module-aware messages of a mismatch); this module says what it says. A
 warning stays in the workspace as an error does: a value no line of the workspace computed
 (a library model's) is shown at the model's definition, the library's lines related.
@@ -14,6 +15,7 @@ import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import Workspace, locate_node, module_stack, node_trace
 from onnxlens.exporter.types import Finding, FirstMismatch, Location, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
+from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY
 
 
 def describe(divergence: Divergence) -> FirstMismatch:
@@ -41,39 +43,79 @@ def mismatch_finding(divergence: Divergence, summary: VerificationSummary, works
     if comparison.comparable:
         diff = (f"max abs diff {comparison.max_abs_diff:.3g}, "
                 f"max rel diff {comparison.max_rel_diff:.3g}")
+        if comparison.excess > 1 and comparison.excess != float("inf"):
+            diff += f", {comparison.excess:.3g}x the tolerance"
         if comparison.nan_mismatches:
             diff += f", {comparison.nan_mismatches} NaN/inf on one side only"
+        diff += f" ({describe_tolerance(comparison)})"
     else:
         diff = comparison.note
-    tolerance = f"rtol={summary.rtol:g}, atol={summary.atol:g}"
     if divergence.is_output:
         message = (f"onnxruntime and torch differ at output `{divergence.output_name}` of "
-                   f"{where}, {what}: {diff} ({tolerance}); no intermediate value was past "
-                   f"tolerance before it")
+                   f"{where}, {what}: {diff}; no intermediate value was past tolerance before it")
     else:
-        message = (f"onnxruntime and torch differ first in {where}, {what}: {diff} "
-                   f"({tolerance}); the outputs differ by up to "
-                   f"{summary.max_abs_diff:.3g}")
+        message = f"onnxruntime and torch differ first in {where}, {what}: {diff}"
+        if summary.compared:
+            message += f"; the outputs differ by up to {summary.max_abs_diff:.3g}"
     if place.at_fallback(fallback):
         message += "\n(no line of your code computed this value: shown at the model's definition)"
     return Finding(code="mismatch", severity="warning", stage="verify", message=message,
                    location=place.location, related=place.related, source_line=place.source_line)
 
 
+def describe_tolerance(comparison: Any) -> str:
+    """`float32: rtol 0.001, atol 0.0053 (noise floor at |value| <= 345)`: what the value was
+    compared with (tolerance.py)."""
+    text = f"{comparison.dtype or 'value'}: rtol {comparison.rtol:g}, atol {comparison.floor:.3g}"
+    if comparison.noise and comparison.noise >= comparison.atol:
+        text += f" (noise floor at |value| <= {comparison.scale:.3g})"
+    return text
+
+
+# What a `verification` finding adds: the export itself is not in question.
+_NOT_VERIFIED = "the model was exported and saved, but not verified"
+
+
+def not_run_finding(reason: str) -> Finding:
+    """Verification could not run for a reason no node names (inputs that do not fit the model,
+    a bug of ours): no location (the pipeline puts it at the model's definition)."""
+    return Finding(code="verification", stage="verify",
+                   message=f"verification could not run: {reason}; {_NOT_VERIFIED}")
+
+
+def torch_failure_finding(failed: Any, workspace: Workspace | None) -> Finding:
+    """torch raised running the exported program on the example inputs (out of memory, say): on
+    the line of the FX node it was running."""
+    node = failed.node
+    text = "verification could not run: torch raised running the model on the example inputs"
+    cause = failed.text + (f" (after torch.export's runtime assertion: {failed.assertion})" if failed.assertion else "")
+    hint = ""
+    if OUT_OF_MEMORY.search(failed.text):
+        hint = ("\n(smaller example inputs, `verify-inputs = \"small\"` for a model with dynamic "
+                "dimensions, or `verify = false` avoid it)")
+    if node is None or node.op not in ("call_function", "call_method", "call_module"):
+        return Finding(code="verification", stage="verify", message=f"{text}: {cause}; {_NOT_VERIFIED}{hint}")
+    place = locate_node(_traced_meta(node), workspace)
+    text += f" at {onnx_nodes.describe_fx(node)}: {cause}; {_NOT_VERIFIED}{hint}"
+    return Finding(code="verification", stage="verify", message=text,
+                   location=place.location, related=place.related, source_line=place.source_line)
+
+
 def runtime_failure_finding(message: str, program: Any, model: Any, workspace: Workspace | None) -> Finding:
-    """onnxruntime refused the model: on the line that produced the node it names, the node named
-    by op and types (exporter/pipeline/onnx_nodes.py); no location if it names none."""
+    """onnxruntime refused or failed the model: on the line that produced the node it names, the
+    node named by op and types (exporter/pipeline/onnx_nodes.py); no location if it names none."""
     onnx_node = onnx_nodes.named_node(message, model)
     if onnx_node is None:
-        return Finding(code="mismatch", severity="warning", stage="verify",
-                       message=f"onnxruntime could not run the exported model: {message}")
+        return Finding(code="verification", stage="verify",
+                       message=f"verification could not run: onnxruntime could not run the exported model: "
+                               f"{message}; {_NOT_VERIFIED}")
     node = onnx_nodes.fx_node(onnx_node, program)
     place = onnx_nodes.place(onnx_node, node, workspace)
     where = onnx_nodes.describe(onnx_node) + (f", from {onnx_nodes.describe_fx(node)}" if node is not None else "")
-    text = f"onnxruntime could not run the exported model at {where}: {message}"
+    text = f"verification could not run: onnxruntime could not run the exported model at {where}: {message}"
     if "Could not find an implementation" in message:
         text += "\n(onnxruntime's CPU provider has no kernel for this op with these element types)"
-    return Finding(code="mismatch", severity="warning", stage="verify", message=text,
+    return Finding(code="verification", stage="verify", message=text,
                    location=place.location, related=place.related, source_line=place.source_line)
 
 

@@ -20,6 +20,72 @@ class RuntimeProblem(Exception):
     """A reason verification cannot run, phrased for the user."""
 
 
+class TorchFailed(Exception):
+    """torch raised while running the program: the error and the FX node it was running.
+
+    `assertion`: the runtime assertion torch.export put in the program that failed first, when
+    the op it guards failed once the assertions were left out (the op is where the line is: an
+    assertion node sits where its sizes became known, not where the guard came from)."""
+
+    def __init__(self, error: BaseException, node: Any, assertion: str | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.node = node  # torch.fx.Node, None when no node was running
+        self.assertion = assertion
+
+    @property
+    def text(self) -> str:
+        """`RuntimeError: DefaultCPUAllocator: can't allocate memory: ...` (its first line)."""
+        lines = [line.strip() for line in str(self.error).strip().splitlines() if line.strip()]
+        return f"{type(self.error).__name__}: {lines[0][:500] if lines else ''}".rstrip(": ")
+
+
+def is_assertion(node: Any) -> bool:
+    """A runtime assertion torch.export inserted (`aten._assert_scalar`, `sym_constrain_range` ...)."""
+    name = str(getattr(node, "target", ""))
+    return node.op == "call_function" and (name.startswith("aten._assert") or name.startswith("aten.sym_constrain_range"))
+
+
+def run_torch(program: Any, graph_inputs: Sequence[Any]) -> tuple:
+    """The program's outputs on its graph inputs (internals.graph_module_inputs), run node by node
+    by a torch.fx.Interpreter, so that a failure names the node that raised (TorchFailed). Values
+    are freed after their last use, as the graph module's own code does. A failed runtime
+    assertion is run again without the assertions, to name the op that fails at these sizes."""
+    try:
+        return _interpret(program, graph_inputs, skip_assertions=False)
+    except TorchFailed as failed:
+        if failed.node is None or not is_assertion(failed.node):
+            raise
+        try:
+            _interpret(program, graph_inputs, skip_assertions=True)
+        except TorchFailed as op_failed:
+            if op_failed.node is not None:
+                raise TorchFailed(op_failed.error, op_failed.node, assertion=failed.text) from op_failed.error
+        raise
+
+
+def _interpret(program: Any, graph_inputs: Sequence[Any], *, skip_assertions: bool) -> tuple:
+    class _Run(torch.fx.Interpreter):
+        def run_node(self, n):
+            if skip_assertions and is_assertion(n):
+                return None
+            try:
+                return super().run_node(n)
+            except TorchFailed:
+                raise
+            except Exception as error:  # noqa: BLE001 - whatever the op raised
+                raise TorchFailed(error, n) from error
+
+    try:
+        with torch.no_grad():
+            outputs = _Run(program.graph_module).run(*graph_inputs)
+    except TorchFailed as failed:
+        raise TorchFailed(failed.error, failed.node) from failed.error  # without the interpreter's note
+    except Exception as error:  # noqa: BLE001 - outside any node (the inputs' placeholders)
+        raise TorchFailed(error, None) from error
+    return tuple(outputs) if isinstance(outputs, (tuple, list)) else (outputs,)
+
+
 def user_inputs(exported_program: Any, args: tuple, kwargs: dict) -> list[Any]:
     """The flat user arguments that became ONNX graph inputs, in graph-input order."""
     try:
@@ -75,23 +141,72 @@ class Sessions:
         self.model = model
         self._proto = None
         self._weights: tuple[list[str], list[Any]] | None = None  # kept alive with the sessions
+        self._plain: Any = None  # the session without extra outputs, once made
 
-    def session(self, extra_outputs: Sequence[Any] = ()) -> Any:
+    def session(self, extra_outputs: Sequence[Any] = (), *, only: bool = False) -> Any:
+        """A session with `extra_outputs` added to the model's; `only`: with those outputs alone
+        and the nodes they need (the values before a node that fails, without running it)."""
         import onnx_ir as ir
 
         from onnxlens.exporter.pipeline.graph_only import graph_only_model
 
+        if not extra_outputs and not only and self._plain is not None:
+            return self._plain
         if self._proto is None:
             self._proto = graph_only_model(self.model, _WEIGHTS_IN_MEMORY)
             self._weights = _external_weights(self.model, self._proto)
-        outputs = self._proto.graph.output
-        count = len(outputs)
-        outputs.extend(ir.serde.serialize_value(v) for v in extra_outputs)
-        try:
-            data = self._proto.SerializeToString()
-        finally:
-            del outputs[count:]
-        return _new_session(data, self._weights)
+        extra = [ir.serde.serialize_value(v) for v in extra_outputs]
+        if only:
+            data = _pruned(self._proto, extra).SerializeToString()
+        else:
+            outputs = self._proto.graph.output
+            count = len(outputs)
+            outputs.extend(extra)
+            try:
+                data = self._proto.SerializeToString()
+            finally:
+                del outputs[count:]
+        session = _new_session(data, self._weights)
+        if not extra_outputs and not only:
+            self._plain = session  # the plain session serves every run of the model's own outputs
+        return session
+
+
+def _pruned(proto: Any, outputs: list[Any]) -> Any:
+    """A copy of `proto` whose graph has `outputs` as its outputs and only the nodes they need
+    (onnxruntime runs every node of a graph, needed or not)."""
+    copy = type(proto)()
+    copy.CopyFrom(proto)
+    graph = copy.graph
+    needed = {output.name for output in outputs}
+    kept = []
+    for node in reversed(graph.node):  # topologically sorted: users after producers
+        if any(name in needed for name in node.output):
+            kept.append(_copy(node))
+            needed.update(node.input)
+            needed.update(_names_in_subgraphs(node))
+    del graph.node[:]
+    graph.node.extend(reversed(kept))
+    del graph.output[:]
+    graph.output.extend(outputs)
+    return copy
+
+
+def _names_in_subgraphs(node: Any) -> set[str]:
+    """Every value name a node's subgraphs read (outer-scope values among them)."""
+    names: set[str] = set()
+    for attribute in node.attribute:
+        for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+            for inner in sub.node:
+                names.update(inner.input)
+                names.update(_names_in_subgraphs(inner))
+    return names
+
+
+def _copy(message: Any) -> Any:
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
 
 
 # The location the session's proto gives its initializers: never a file, onnxruntime gets the

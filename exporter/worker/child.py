@@ -254,8 +254,9 @@ _SYSTEM_EXIT = re.compile(r"\bSystemExit\b")
 
 def _as_crash(spec: TargetSpec, finding: Finding) -> Finding:
     """Process-ending failures are crashes, whichever stage caught them: the pipeline reports
-    an exception of the user's code (MemoryError, SystemExit) as that stage's finding."""
-    if finding.code == "crash":
+    an exception of the user's code (MemoryError, SystemExit) as that stage's finding. A
+    warning ended nothing (verification that ran out of memory: the model was saved)."""
+    if finding.code == "crash" or finding.severity != "error":
         return finding
     if spec.memory_limit_mb and OUT_OF_MEMORY.search(finding.message):
         message = _out_of_memory_message(spec)

@@ -2,9 +2,9 @@
 
 `initialize` answers at once (no config reading, no worker): the editor waits on it. It resolves
 what the client can do, once. After `initialized` the server finds the config of every workspace
-folder, starts watching the disk, and starts the export service in the background, saying so
-("onnxlens: warming up"). A folder without a config whose code defines PyTorch models is offered
-export targets (target_offer.py).
+folder, starts watching the disk, starts the export service in the background, saying so
+("onnxlens: warming up"), and watches the directories its interpreter imports from. A folder
+without a config whose code defines PyTorch models is offered export targets (target_offer.py).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class Lifecycle(Feature):
         session.service.create(jobs=session.settings.jobs)
         session.export_everything(reason="workspace opened")
         await session.start_service()
+        await self.triggers.watch_installed()
 
     @handles(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def did_change_workspace_folders(self, params: lsp.DidChangeWorkspaceFoldersParams) -> None:

@@ -46,13 +46,14 @@ class TargetState:
         return {f for f in (references.source_file(self.spec.root, r) for r in refs) if f}
 
     def record(self, result: ExportResult) -> None:
-        """Keep the result and learn the closure from it.
+        """Keep the result and learn the closure from it: the files it imported or opened, and
+        where the modules it looked for and did not find would be (their appearance re-exports).
 
         A failed export may have stopped importing early (a syntax error in the model file), so
         its closure is partial: keep what earlier results learned too, or a fix in a file the
         failed run never reached would not re-export.
         """
-        learned = {norm(p) for p in result.closure}
+        learned = {norm(p) for p in (*result.closure, *result.absent)}
         learned |= {norm(f.location.file) for f in result.findings if f.location}
         if result.status == "ok":
             self.closure = learned | self.spec_files

@@ -1,10 +1,17 @@
-"""What makes the server export: a file saved in the editor or changed on disk (watchdog), and
-edits of the config file.
+"""What makes the server export: a file saved in the editor or changed on disk (watchdog), edits
+of the config file, and packages installed or removed.
 
-A save or disk change of a file re-exports the targets whose closure contains it; a file no
+A save or disk change of a file re-exports the targets whose closure contains it (the files
+its last export imported or opened, and where the modules it did not find would be); a file no
 target depends on exports nothing. The config file reloads the configuration and re-exports the
 targets whose definition changed. The editor's save and watchdog's event for it race; whichever
 comes second finds the file as already seen and does nothing.
+
+A change in a directory the export worker's interpreter imports from (a `pip install`, an
+upgrade) waits until those directories have been quiet for INSTALL_QUIET_S (an install writes
+for seconds); then, if the installed packages' fingerprint (server/installed.py) differs from
+the one last acted on, every target is looked up again: each key changed with it, so every
+target exports (on a new worker: the service retires the one that preloaded the old versions).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from .session import Session
 from .watcher import DiskWatcher
 
 _UNSEEN = object()  # no signature recorded for the path yet
+INSTALL_QUIET_S = 2.0  # an install's directories quiet this long: it is over
 
 
 class Triggers:
@@ -30,6 +38,8 @@ class Triggers:
         # editor just saved (didSave already handled it) must not export twice.
         self._signatures: dict[str, tuple[int, int] | None] = {}
         self._reloads: dict[str, asyncio.TimerHandle] = {}  # project key -> pending config reload
+        self._installed_seen: str | None = None  # the installed packages' fingerprint last acted on
+        self._installed_settling: asyncio.TimerHandle | None = None
 
     def start_watching(self) -> None:
         """Watch the disk (on the running event loop); projects added from now on are watched."""
@@ -37,6 +47,37 @@ class Triggers:
         session.watcher = DiskWatcher(asyncio.get_running_loop(), self.disk_changed,
                                       ignore_dir=session.is_ignored_dir)
         session.watcher.start()
+
+    async def watch_installed(self) -> None:
+        """Watch the directories the export service's interpreter imports from (once the service
+        exists; its import path is asked in a subprocess: off the event loop)."""
+        session = self._session
+        service = session.service.current
+        if session.watcher is None or service is None:
+            return
+        installed = service.cache.installed
+        directories = await asyncio.to_thread(installed.directories)
+        self._installed_seen = installed.fingerprint()  # the listings were just read: a few stat calls
+        await asyncio.to_thread(session.watcher.watch_installed, directories, self._installed_changed)
+
+    def _installed_changed(self) -> None:
+        if self._installed_settling is not None:
+            self._installed_settling.cancel()
+        self._installed_settling = asyncio.get_running_loop().call_later(INSTALL_QUIET_S, self._installed_settled)
+
+    def _installed_settled(self) -> None:
+        self._installed_settling = None
+        session = self._session
+        service = session.service.current
+        if service is None:
+            return
+        fingerprint = service.cache.installed.fingerprint()
+        if fingerprint == self._installed_seen:
+            return  # an entry no import sees (a log file, `__pycache__`): nothing to export
+        self._installed_seen = fingerprint
+        if session.settings.export_on_save:
+            session.log(logging.INFO, "onnxlens: the installed packages changed; exporting the targets again")
+            session.export_everything(reason="installed packages changed")
 
     def saved(self, path: str) -> None:
         """The editor saved `path`. A save without changes exports nothing: the result would be

@@ -9,6 +9,10 @@ A watched directory that is deleted or moved away takes its inotify watch with i
 dropped (`forget`), so that a directory created there again is watched again (a top-level one by
 its root's watch; a workspace folder itself by its parent's, `watch_folder`).
 
+The directories the export worker's interpreter imports from (site-packages, ...) are watched
+too, each non-recursively (`watch_installed`): what pip adds or removes there is an entry of
+one (triggers.py re-exports when the installed packages changed).
+
 watchdog calls back on its own thread; events are handed to the event loop with
 call_soon_threadsafe and all the deciding happens there. `watch_root` walks directories, so the
 server calls it in a worker thread (watchdog's scheduling is thread-safe).
@@ -21,7 +25,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (EVENT_TYPE_CLOSED, EVENT_TYPE_CREATED, EVENT_TYPE_DELETED, EVENT_TYPE_MODIFIED,
+                             EVENT_TYPE_MOVED, FileSystemEvent, FileSystemEventHandler)
 from watchdog.observers import Observer
 from watchdog.observers.api import ObservedWatch
 
@@ -68,6 +73,22 @@ class _FolderAppears(FileSystemEventHandler):
             self._loop.call_soon_threadsafe(callback, path)
 
 
+class _EntriesChanged(FileSystemEventHandler):
+    """On a directory of the worker interpreter's import path, watched non-recursively: an entry
+    created, removed, renamed or written (a package installed, upgraded or removed). Every Python
+    process that starts reads the .pth files there: opening and reading are not changes."""
+
+    CHANGES = {EVENT_TYPE_CREATED, EVENT_TYPE_DELETED, EVENT_TYPE_MOVED, EVENT_TYPE_MODIFIED, EVENT_TYPE_CLOSED}
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
+        self._loop = loop
+        self._callback = callback
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in self.CHANGES:
+            self._loop.call_soon_threadsafe(self._callback)
+
+
 class DiskWatcher:
     """Calls `callback(path)` on the event loop for every file created, changed, moved or deleted."""
 
@@ -81,6 +102,7 @@ class DiskWatcher:
         self._config_only: set[str] = set()  # folders watched only for a config file appearing
         self._folders: dict[str, Callable[[str], None]] = {}  # workspace folder -> called when it appears
         self._parents: set[str] = set()  # their parents, watched non-recursively
+        self._installed: dict[str, ObservedWatch] = {}  # the import path's directories (watch_installed)
         self._started = False
 
     def _is_watched(self, path: str) -> bool:
@@ -133,6 +155,19 @@ class DiskWatcher:
     def unwatch_folder(self, folder: str) -> None:
         """No longer a workspace folder: its coming back means nothing."""
         self._folders.pop(folder, None)
+
+    def watch_installed(self, directories: list[str], changed: Callable[[], None]) -> None:
+        """The directories of the worker interpreter's import path (server/installed.py), each
+        non-recursively: `changed()` on the event loop when an entry of one changes. Not the
+        workspace's watches: `forget` never drops them. Called in a worker thread."""
+        for directory in directories:
+            if directory in self._installed or not os.path.isdir(directory):
+                continue  # a directory that is not there yet is seen by the next lookup's fingerprint
+            try:
+                self._installed[directory] = self._observer.schedule(
+                    _EntriesChanged(self._loop, changed), directory, recursive=False)
+            except OSError as error:
+                log.warning("cannot watch %s: %s", directory, error)
 
     def forget(self, path: str) -> None:
         """`path` and everything below it is gone (deleted, moved away): its watches died with

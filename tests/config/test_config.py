@@ -195,6 +195,13 @@ def test_unknown_key_in_a_target_excludes_only_that_target(tmp_path):
     ('extra-decompositions = ["index_reduce"]', '["index_reduce"]',
      '`extra-decompositions`: "index_reduce" is not an op name: write namespace.op or namespace.op.overload'),
     ("model = 3", "3", "`model` must be a reference"),
+    ('rtol = "1e-3"', '"1e-3"', "`rtol` must be a number (a tolerance, e.g. 1e-4), not a string"),
+    ("atol = -1e-5", "-1e-5", "`atol` must be a finite number >= 0, not -1e-05"),
+    ("rtol = nan", "nan", "`rtol` must be a finite number >= 0, not nan"),
+    ("atol = inf", "inf", "`atol` must be a finite number >= 0, not inf"),
+    ("rtol = true", "true", "`rtol` must be a number (a tolerance, e.g. 1e-4), not a boolean"),
+    ("second-shape = 0", "0", "`second-shape` must be true or false, not an integer"),
+    ('verify-inputs = "tiny"', '"tiny"', '`verify-inputs` must be "example" or "small", not a string ("tiny")'),
     ('name = "a b"', '"a b"', "`name` may contain only letters"),
 ])
 def test_wrong_type_is_reported_on_the_value(tmp_path, line_text, value, expected):
@@ -219,6 +226,36 @@ def test_source_paths_is_a_global_default_and_a_target_setting(tmp_path):
     workspace = load_workspace(path)
     assert workspace.findings == []
     assert {t.name: t.source_paths for t in workspace.targets} == {"net": "relative", "stripped": "none"}
+
+
+def test_verification_settings_are_global_defaults_and_target_settings(tmp_path):
+    path = write_workspace(tmp_path, '[tool.onnxlens]\nrtol = 1e-2\natol = 0\nverify-inputs = "small"\n' + VALID_TARGET + '''
+    [[tool.onnxlens.target]]
+    name = "strict"
+    model = "models/net.py:build"
+    inputs = "models/net.py:inputs"
+    rtol = 1e-5
+    verify-inputs = "example"
+    second-shape = false
+    ''')
+    workspace = load_workspace(path)
+    assert workspace.findings == []
+    settings = {t.name: (t.rtol, t.atol, t.verify_inputs, t.second_shape) for t in workspace.targets}
+    assert settings == {"net": (1e-2, 0.0, "small", True), "strict": (1e-5, 0.0, "example", False)}
+    assert isinstance(workspace.targets[0].atol, float)  # an integer in TOML is a tolerance too
+
+
+def test_without_tolerance_settings_each_dtype_has_its_default(tmp_path):
+    workspace = load_workspace(write_workspace(tmp_path, VALID_TARGET))
+    (target,) = workspace.targets
+    assert (target.rtol, target.atol, target.verify_inputs, target.second_shape) == (None, None, "example", True)
+
+
+def test_a_bad_global_tolerance_is_reported_and_the_targets_keep_the_defaults(tmp_path):
+    path = write_workspace(tmp_path, '[tool.onnxlens]\natol = "small"\n' + VALID_TARGET)
+    workspace, finding = only_finding(path)
+    assert_spans(finding, path, line_of(path, 'atol = "small"'), '"small"')
+    assert [(t.name, t.atol) for t in workspace.targets] == [("net", None)]
 
 
 def test_extra_decompositions_reach_the_target(tmp_path):

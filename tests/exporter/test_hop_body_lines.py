@@ -70,6 +70,19 @@ MODELS = '''
             return scan(body, torch.zeros(5), xs)
 
 
+    class ScanReturnsOneTensorTwice(nn.Module):
+        @staticmethod
+        def add(carry, y):
+            next_carry = carry + y
+            return [next_carry, next_carry]
+
+        def forward(self, x):
+            init = torch.zeros_like(x[0])
+            carry, _out = torch.ops.higher_order.scan(ScanReturnsOneTensorTwice.add, [init], [x],
+                                                      additional_inputs=[])
+            return carry
+
+
     class ScanBranchesOnData(nn.Module):
         def forward(self, xs):
             def body(carry, x):
@@ -167,4 +180,17 @@ def test_a_size_a_branch_fixes_is_a_warning_on_the_branch_line(tmp_path):
     assert finding.location.line == line_of(path, "return x.reshape(20) * 2")
     assert finding.message.startswith("`x` dim 0 is declared dynamic, but this line fixes it to 4")
     call = line_of(path, "return torch.cond(x.sum() > 0, true_fn, false_fn, (x,))")
+    assert call in [r.line for r in finding.related]
+
+
+def test_a_scan_body_returning_one_tensor_twice_is_a_decomposition_error_on_the_return(tmp_path):
+    """onnx-diagnostic's `ControlFlowScan` (torch_export_patches/eval/model_cases.py): capture
+    accepts the body; the decomposition's functionalization of `scan` finds its outputs aliasing
+    ("scan might be aliasing the input or the output!"), naming the scan node only."""
+    path, result = _run(tmp_path, "ScanReturnsOneTensorTwice")
+    assert result.status == "failed"
+    [finding] = [f for f in result.findings if f.code == "decomposition"]
+    assert "scan might be aliasing the input or the output" in finding.message
+    assert finding.location.line == line_of(path, "return [next_carry, next_carry]")
+    call = line_of(path, "carry, _out = torch.ops.higher_order.scan(")
     assert call in [r.line for r in finding.related]

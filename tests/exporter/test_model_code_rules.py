@@ -156,6 +156,9 @@ def test_a_cache_built_by_the_configs_default_names_the_condition_and_the_config
             "or set model.config.use_cache = False in the model factory") in finding.message
     built = line_in(llama, "past_key_values = DynamicCache(config=self.config)", after="class LlamaModel(")
     assert (str(llama), built) in [(r.file, r.line) for r in finding.related]
+    # torch's own refusal, with the exception its summary names: stock's answer, then ours.
+    assert "torch.export non-strict: RuntimeError: Found <class 'transformers.cache_utils.DynamicCache'> in output" \
+        in finding.message
 
 
 def test_a_file_of_the_models_own_code_is_library_code_though_torch_ships_it(tmp_path):

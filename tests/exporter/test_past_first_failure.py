@@ -91,3 +91,39 @@ def test_a_second_op_without_a_fake_kernel_is_its_own_finding(tmp_path):
     assert [f.location.line for f in findings] == [line_of(source, "foo2(a, b)"), line_of(source, "foo(res, b)")]
     assert findings[1].message == ("found past the first failure by torch.export.draft_export: "
                                    "missing fake kernel: onnxlens_past_first.foo.default")
+
+
+def test_every_call_of_an_op_without_a_fake_kernel_is_a_finding(tmp_path):
+    """test/export/test_draft_export.py::test_missing_meta_kernel_impl: one op without a fake
+    kernel, called twice. draft_export reports the op once; each of its calls in the program is
+    a line the user must change (fix the first call, stock fails on the second)."""
+    source = write(tmp_path, "twice.py", '''
+        import torch
+        from torch import nn
+
+        lib = torch.library.Library("onnxlens_twice", "FRAGMENT")
+        torch.library.define("onnxlens_twice::foo", "(Tensor a, Tensor b) -> Tensor",
+                             tags=torch.Tag.pt2_compliant_tag, lib=lib)
+
+
+        @torch.library.impl("onnxlens_twice::foo", "cpu", lib=lib)
+        def foo_impl(a, b):
+            return a + b
+
+
+        class M(nn.Module):
+            def forward(self, a, b):
+                res = torch.ops.onnxlens_twice.foo(a, b)
+                res = torch.ops.onnxlens_twice.foo(res, b)
+                return res
+
+
+        def inputs():
+            return (torch.ones(3, 3), torch.ones(3, 3))
+    ''')
+    result = shared_pipeline().run(spec_for(tmp_path, "twice", "twice.py:M", "twice.py:inputs"))
+    assert result.status == "failed"
+    findings = [f for f in result.findings if f.code == "torch-export"]
+    assert [f.location.line for f in findings] == [line_of(source, "foo(a, b)"), line_of(source, "foo(res, b)")]
+    assert findings[1].message.startswith("found past the first failure by torch.export.draft_export: "
+                                          "missing fake kernel: onnxlens_twice.foo.default")

@@ -23,6 +23,7 @@ from onnxscript import opset18 as op
 from torch import nn
 
 from onnxlens.exporter.verify import verify
+from onnxlens.exporter.verify.tolerance import Tolerance
 from onnxlens.exporter.locations import Workspace, from_stack_trace, locate_node, normalize_module_path
 from onnxlens.exporter.types import Location
 
@@ -166,8 +167,8 @@ def test_wrong_custom_translation_is_found_at_the_first_gelu(quick_gelu_program)
 def test_tolerance_decides(quick_gelu_program):
     """The same real difference passes with a tolerance above it and fails below it."""
     args, program = deep_inputs(), quick_gelu_program
-    strict, _ = verify(program.exported_program, program, args, {}, rtol=0, atol=1e-4)
-    loose, findings = verify(program.exported_program, program, args, {}, rtol=0, atol=1.0)
+    strict, _ = verify(program.exported_program, program, args, {}, tolerance=Tolerance(rtol=0, atol=1e-4))
+    loose, findings = verify(program.exported_program, program, args, {}, tolerance=Tolerance(rtol=0, atol=1.0))
     assert strict.passed is False
     assert loose.passed is True and findings == []
     assert loose.max_abs_diff == pytest.approx(strict.max_abs_diff)
@@ -237,12 +238,15 @@ def test_buffer_mutations_and_none_outputs_are_not_paired_with_user_outputs():
     assert summary.compared == 1 and summary.max_abs_diff < 1e-6
 
 
-def test_inputs_that_do_not_fit_give_a_summary_not_a_traceback(deep_program):
+def test_inputs_that_do_not_fit_give_a_summary_and_a_finding_not_a_traceback(deep_program):
     args, program = deep_inputs(), deep_program
     summary, findings = verify(program.exported_program, program, (args[0], args[0]), {})
     assert summary.passed is False
-    assert "example inputs do not match" in summary.error
-    assert findings == []
+    assert "example inputs do not match" in summary.error and summary.error_source == "inputs"
+    (finding,) = findings
+    assert (finding.code, finding.severity) == ("verification", "warning")
+    assert finding.message.startswith("verification could not run: the example inputs do not match")
+    assert finding.location is None  # the pipeline shows it at the model's definition
 
 
 def test_nothing_to_verify():
@@ -268,9 +272,9 @@ def test_onnxruntime_failure_is_a_finding_at_the_failing_node():
         program.model.graph.initializers[shape.name].const_value = shape.const_value
     summary, findings = verify(program.exported_program, program, args, {}, root=ROOT)
     assert summary.passed is False
-    assert "onnxruntime could not run the model" in summary.error
+    assert "onnxruntime could not run the model" in summary.error and summary.error_source == "onnxruntime"
     (finding,) = findings
-    assert finding.code == "mismatch" and "Reshape" in finding.message
+    assert finding.code == "verification" and "Reshape" in finding.message
     assert finding.location is not None and finding.location.line == line_of("reshape-line")
 
 

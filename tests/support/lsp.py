@@ -120,15 +120,17 @@ class Client(LanguageClient):
     @classmethod
     async def launch(cls, *folders: Path, editor: str | None = "visual-studio-code",
                      settings: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-                     experimental: dict[str, Any] | None = None):
+                     experimental: dict[str, Any] | None = None, python: str | None = None):
         """The server started in the first of `folders` (as editors start it) and initialized on
         `folders` with `editor`'s recorded capabilities (None: a client announcing nothing
         optional); `settings` are the `onnxlens` initializationOptions (None: the defaults);
         `experimental` is added as `capabilities.experimental` (the VS Code extension's opt-in
-        to `onnxlens/exportStatus`: {"onnxlens": {"exportStatus": True}})."""
+        to `onnxlens/exportStatus`: {"onnxlens": {"exportStatus": True}}); `python`: the
+        interpreter that runs SERVER_COMMAND (None: this one)."""
         client = cls()
         client.folders, client.editor = tuple(f.resolve() for f in folders), editor
-        await client.start_io(*SERVER_COMMAND, cwd=str(client.root), env={**os.environ, **(env or {})})
+        command = [python or SERVER_COMMAND[0], *SERVER_COMMAND[1:]]
+        await client.start_io(*command, cwd=str(client.root), env={**os.environ, **(env or {})})
         try:
             client.activity()
             await asyncio.wait_for(client.initialize_session(lsp.InitializeParams(

@@ -104,10 +104,10 @@ class CheckRun:
         return target
 
 
-def check_json(root: Path, user_cache: Path, *options: str) -> CheckRun:
-    """`onnxlens check ROOT --format json` in a process of its own, as a user whose cache key is
-    under `user_cache` (XDG_CACHE_HOME)."""
-    process = subprocess.run([sys.executable, "-m", "onnxlens.server.cli", "check", str(root), "--format", "json",
+def check_json(root: Path, user_cache: Path, *options: str, python: str = sys.executable) -> CheckRun:
+    """`onnxlens check ROOT --format json` in a process of its own run by `python`, as a user
+    whose cache key is under `user_cache` (XDG_CACHE_HOME)."""
+    process = subprocess.run([python, "-m", "onnxlens.server.cli", "check", str(root), "--format", "json",
                               *options], capture_output=True, text=True, timeout=600,
                              env={**os.environ, "XDG_CACHE_HOME": str(user_cache)})
     return CheckRun(process.returncode, json.loads(process.stdout), process.stderr)

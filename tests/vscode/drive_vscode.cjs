@@ -335,7 +335,11 @@ async function main() {
         { timeout: LONG, polling: 250 },
       ).catch(() => log("translationFix: the cursor is not on the stub's line"));
       const cursor = await withPage.$eval("[id='status.editor.selection']", (item) => item.textContent).catch(() => null);
-      await waitForStatusItem(withPage, "onnxlens", fix.statusAfter, fix.timeoutMs);
+      // The re-export with the stub registered: the op's problem is now the stub's own error.
+      await withPage
+        .locator(".markers-panel .monaco-list-row", { hasText: fix.problemAfter })
+        .first()
+        .waitFor({ timeout: fix.timeoutMs });
       return { actions, cursor };
     });
 

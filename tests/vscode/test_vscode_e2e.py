@@ -101,8 +101,9 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                                "previewText": "export report"},
                 "translationFix": {"problemText": "prims.zeta", "title": "Write an ONNX translation for prims.zeta",
                                    "expectTab": "onnx_translations.py", "cursorLine": stub_raise_line,
-                                   # re-exported: only eigvals' problem is left
-                                   "statusAfter": r"^ONNX: 1 problem \(", "timeoutMs": 90_000},
+                                   # re-exported with the stub registered: zeta is translated,
+                                   # and the stub's unfinished body is the problem now
+                                   "problemAfter": "NotImplementedError", "timeoutMs": 90_000},
                 "fix": {"line": eigvals_line, "endLine": eigvals_line + 1, "text": FIX,
                         "statusId": "onnxlens", "statusOk": r"^ONNX: spectral [\d.]+ s"},
                 "clearTimeoutMs": 60_000,
@@ -169,7 +170,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
 
     # "Write an ONNX translation for prims.zeta" on zeta's problem: the module is created beside the
     # model, registered in pyproject.toml, opened on the stub's body; the re-export no longer
-    # reports zeta (only eigvals is left, until the fix below).
+    # lacks a translation for zeta: it runs the stub, whose unfinished body is reported.
     translation = steps["translationFix"]
     assert not translation.get("failed"), f"{translation.get('actions')}\n{translation['observed']['statusItems']}\n{why}"
     assert "Write an ONNX translation for prims.zeta" in " ".join(translation["actions"]), translation["actions"]
@@ -179,6 +180,11 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
                            if t["name"] == "spectral")
     assert spectral_target["custom-translations"] == "models/onnx_translations.py:translations"
     assert translation["cursor"] and translation["cursor"].startswith(f"Ln {stub_raise_line},"), translation["cursor"]
+    # The re-export translated zeta with the stub: no op lacks a translation on zeta's line any
+    # more; the stub's `raise NotImplementedError` is the problem there until its body is written.
+    after = [row["text"] for row in translation["observed"]["rows"]]
+    assert any("zeta" in row and "NotImplementedError" in row for row in after), after
+    assert not any("no ONNX translation for prims.zeta" in row for row in after), after
 
     # The fix, typed and saved in the editor, clears the problems.
     assert FIX in spectral.read_text().splitlines(), spectral.read_text()

@@ -21,7 +21,7 @@ import pytest
 from onnxlens.exporter.onnx_pair import named_data_file
 from onnxlens.server.cache import ResultCache, cache_file
 from onnxlens.server.exports import ExportService
-from onnxlens.server.user_key import KEY_BYTES, key_path
+from onnxlens.exporter.user_key import KEY_BYTES, key_path
 from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 
@@ -41,7 +41,8 @@ async def _stored(service, root: Path, source: str, *, ok: bool):
     assert (result.status == "ok") is ok, result.findings
     # Stored as a service does after a job, signed with this test's key (the module's worker
     # service signed with the key of the test that first used it).
-    assert ResultCache(service.python).store(spec, result, job_started_ns=time.time_ns()) is True
+    cache = ResultCache(service.python)
+    assert cache.store(spec, result, job_started_ns=time.time_ns(), installed=cache.installed.fingerprint()) is True
     assert ExportService(use_cache=True).cached(spec) is not None  # a hit, before anything is changed
     return spec, result
 

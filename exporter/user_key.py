@@ -1,15 +1,17 @@
-"""The key that signs this user's result-cache entries on this machine (server/cache.py).
+"""The key that signs what onnxlens keeps in a workspace for this user on this machine: the
+result cache's entries (server/cache.py) and kept verifications (exporter/verify/reuse.py).
 
 32 random bytes in `$XDG_CACHE_HOME/onnxlens/result-key` (`~/.cache/onnxlens/result-key` when the
 variable is unset): outside every workspace, created on first use with mode 0600 in a 0700
 directory, by whichever onnxlens process comes first (written under a temporary name and linked
-into place, so two processes starting at once agree on one key). A cache entry counts as this
-user's only with an HMAC under this key: an entry another user wrote, one committed to a
-repository, or one restored on a CI machine does not carry it.
+into place, so two processes starting at once agree on one key). A cache entry or a kept
+verification counts as this user's only with an HMAC under this key: one another user wrote, one
+committed to a repository, or one restored on a CI machine does not carry it.
 
 A key others could know signs nothing: a key file this user does not own, that group or others
 can read or write, or that is not a regular file of the right size, is refused (`KeyRefused`),
-and the cache is then off (the caller says why). Deleting the file only makes the cache miss.
+and the cache is then off (the caller says why) and verification always runs. Deleting the
+file only makes the cache miss.
 """
 
 from __future__ import annotations
