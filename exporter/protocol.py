@@ -27,7 +27,9 @@ Zygote -> server:
                                                          close this one's stdin once its jobs are done
 
 Server -> zygote:
-    job      {id, spec, options}                         spec: TargetSpec dict; options: {threads}
+    job      {id, spec, options, previous?}              spec: TargetSpec dict; options: {threads};
+                                                         previous: the target's previous ExportedGraph
+                                                         dict, for the report's change section
     cancel   {id}                                        kill the job's child (and its process group)
     shutdown {}                                          kill every child and exit
 

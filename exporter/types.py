@@ -40,6 +40,7 @@ CODES: dict[str, str] = {
     "verification": "warning",
     "weights-free": "info",
     "torch-version": "info",
+    "graph-change": "info",
     "timeout": "error",
     "crash": "error",
     "output": "error",
@@ -205,6 +206,7 @@ class TargetSpec(Plain):
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
     source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/source_paths.py)
     extra_decompositions: list[str] | None = None  # ops decomposed with torch's decompositions the exporter does not apply
+    profile: bool = False  # onnxruntime's profiler on the verification run: what each line costs (InferenceCost)
 
     @property
     def graph_output(self) -> str:
@@ -235,14 +237,198 @@ class TargetSpec(Plain):
 
 @dataclass
 class LineInfo(Plain):
-    """What one source line became in ONNX: for hover and code lens."""
+    """What one source line became in the export: for hover, code lens, inlay hints and the
+    graph's change since the last export (exporter/pipeline/lines.py, line_values.py)."""
 
     file: str
     line: int
     ops: dict[str, int] = field(default_factory=dict)  # ONNX op type -> count
-    outputs: list[str] = field(default_factory=list)  # e.g. "float32[2, 10]"
+    outputs: list[str] = field(default_factory=list)  # ONNX values its nodes computed, e.g. "float32[2, 10]"
     modules: list[str] = field(default_factory=list)  # module paths, e.g. "layers.2.ff.0"
+    # The line's text as the export saw it, stripped: what tells the same line apart in the next
+    # export and in an edited buffer (its number moves when lines are added above it).
+    code: str = ""
+    # The values the line hands on (to other lines, or as the model's outputs), from the captured
+    # program, symbolic sizes by their declared names: "[batch, 16, 256] f32"; distinct, in graph order.
+    produced: list[str] = field(default_factory=list)
+    ran_in: list[str] = field(default_factory=list)  # the modules whose forward ran the line ("layers.0" ...)
+    weight_bytes: int = 0  # bytes of the initializers its nodes read (one shared with other lines counts for each)
 
+
+@dataclass
+class GraphValue(Plain):
+    """An input or output of the ONNX model, as its callers see it."""
+
+    name: str
+    dtype: str  # "float32"
+    dims: list[int | str] = field(default_factory=list)  # a size, or a dynamic axis by name ("batch"; "?": unknown)
+    line: Location | None = None  # an output: the line of the user's code that computed it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraphValue:
+        value = _from_dict(cls, data)
+        if isinstance(value.line, dict):
+            value.line = Location.from_dict(value.line)
+        return value
+
+
+@dataclass
+class FixedAxis(Plain):
+    """A dimension declared dynamic that the model's code fixed to one size (pipeline/dynamic_dims.py)."""
+
+    input: str  # the input's name in the dynamic-shapes spec
+    dim: int
+    size: int
+    location: Location  # the line that fixed it
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FixedAxis:
+        axis = _from_dict(cls, data)
+        if isinstance(axis.location, dict):
+            axis.location = Location.from_dict(axis.location)
+        return axis
+
+
+@dataclass
+class GraphSummary(Plain):
+    """The exported graph in brief: what the next export of the target is compared with
+    (exporter/pipeline/graph_summary.py builds it, exporter/graph_change.py compares two)."""
+
+    ops: dict[str, int] = field(default_factory=dict)  # ONNX op type -> count, subgraphs included
+    initializer_bytes: int = 0
+    inputs: list[GraphValue] = field(default_factory=list)
+    outputs: list[GraphValue] = field(default_factory=list)
+    fixed_axes: list[FixedAxis] = field(default_factory=list)
+    shapes_location: Location | None = None  # the dynamic-shapes factory's definition, when the target has one
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraphSummary:
+        summary = _from_dict(cls, data)
+        summary.inputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.inputs]
+        summary.outputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.outputs]
+        summary.fixed_axes = [FixedAxis.from_dict(a) if isinstance(a, dict) else a for a in summary.fixed_axes]
+        if isinstance(summary.shapes_location, dict):
+            summary.shapes_location = Location.from_dict(summary.shapes_location)
+        return summary
+
+
+@dataclass
+class ExportedGraph(Plain):
+    """One export's graph as the next export of its target is compared with it: the summary
+    and the lines. The server keeps the last one per target and sends it with the next job,
+    whose report says what changed."""
+
+    graph: GraphSummary
+    lines: list[LineInfo] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, result: ExportResult | None) -> ExportedGraph | None:
+        """The graph of a result that has one (an export that got as far as an ONNX model)."""
+        if result is None or result.graph is None:
+            return None
+        return cls(graph=result.graph, lines=result.lines)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExportedGraph:
+        exported = _from_dict(cls, data)
+        if isinstance(exported.graph, dict):
+            exported.graph = GraphSummary.from_dict(exported.graph)
+        exported.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in exported.lines]
+        return exported
+
+
+@dataclass
+class LineChange(Plain):
+    """A line whose ONNX nodes changed since the last export (lines are matched by their text)."""
+
+    file: str
+    line: int  # in the newer export; for a line that is gone, in the older
+    code: str
+    added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
+    removed: dict[str, int] = field(default_factory=dict)
+    weight_bytes: int = 0  # its initializers' bytes, the newer export's minus the older's
+    new: bool = False  # its text is new since the last export (added, or edited)
+    gone: bool = False  # the line makes no nodes any more (edited away, or deleted)
+
+    def describe(self) -> str:
+        """"+1 node (LayerNormalization), initializers read +2,048 B", "+2 nodes (Mul, Add), -1 node
+        (Div)". The bytes are those the line reads, shared ones included: the model's own size
+        may not change (the exporter keeps one copy of equal initializers)."""
+        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.added), ("-", self.removed)) if ops]
+        if self.weight_bytes:
+            parts.append(f"initializers read {signed_bytes(self.weight_bytes)}")
+        return ", ".join(parts)
+
+
+def describe_ops(sign: str, ops: dict[str, int], shown: int = 4) -> str:
+    """"+3 nodes (Mul ×2, Sqrt)": a count of nodes and their op types, the most frequent first."""
+    total = sum(ops.values())
+    ranked = sorted(ops.items(), key=lambda item: (-item[1], item[0]))
+    names = [f"{op} ×{count}" if count > 1 else op for op, count in ranked[:shown]]
+    if len(ranked) > shown:
+        names.append(f"+{len(ranked) - shown} more")
+    return f"{sign}{total} node{'s' if total != 1 else ''} ({', '.join(names)})"
+
+
+def signed_bytes(count: int) -> str:
+    """"+0 B", "+2,048 B", "-1.5 MiB": exact below 10 KiB."""
+    sign = "-" if count < 0 else "+"
+    size = abs(count)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= 10 * scale or (unit != "KiB" and size >= scale):
+            return f"{sign}{size / scale:.1f} {unit}"
+    return f"{sign}{size:,} B"
+
+
+@dataclass
+class ChangeNotice(Plain):
+    """A change of the graph the user may not have meant (an axis that became static, a dtype
+    that changed, a jump in size): an Information diagnostic on the line responsible."""
+
+    message: str
+    location: Location | None = None  # None: where the target is defined
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ChangeNotice:
+        notice = _from_dict(cls, data)
+        if isinstance(notice.location, dict):
+            notice.location = Location.from_dict(notice.location)
+        return notice
+
+
+@dataclass
+class GraphChange(Plain):
+    """One export's graph against the previous one of the same target (exporter/graph_change.py)."""
+
+    ops_added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
+    ops_removed: dict[str, int] = field(default_factory=dict)
+    initializer_bytes: int = 0  # the newer export's minus the older's
+    initializer_bytes_before: int = 0
+    values: list[str] = field(default_factory=list)  # inputs and outputs that changed, described
+    lines: list[LineChange] = field(default_factory=list)
+    notices: list[ChangeNotice] = field(default_factory=list)
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.ops_added or self.ops_removed or self.initializer_bytes or self.values or self.lines)
+
+    def describe(self) -> str:
+        """One line: "+3 nodes (Mul, Add, Sqrt), +0 B", the changed inputs and outputs after it."""
+        if self.unchanged:
+            return "graph unchanged"
+        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.ops_added), ("-", self.ops_removed)) if ops]
+        parts.append(signed_bytes(self.initializer_bytes))
+        text = ", ".join(parts)
+        if self.values:
+            text += "; " + "; ".join(self.values[:2]) + (f"; {len(self.values) - 2} more" if len(self.values) > 2 else "")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GraphChange:
+        change = _from_dict(cls, data)
+        change.lines = [LineChange.from_dict(x) if isinstance(x, dict) else x for x in change.lines]
+        change.notices = [ChangeNotice.from_dict(x) if isinstance(x, dict) else x for x in change.notices]
+        return change
 
 
 @dataclass
@@ -281,6 +467,8 @@ class ExportResult(Plain):
     absent: list[str] = field(default_factory=list)
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
+    graph: GraphSummary | None = None  # the ONNX graph in brief, when the export built one
+    cost: InferenceCost | None = None  # what each line costs at inference, when the verification run was profiled
     model_location: Location | None = None  # where the model callable is defined
     shapes_proposal: ShapesProposal | None = None  # a dynamic-shapes factory, when the target declares none
     written: list[WrittenFile] = field(default_factory=list)  # the model's files as the save wrote them
@@ -305,6 +493,10 @@ class ExportResult(Plain):
             result.shapes_proposal = ShapesProposal.from_dict(result.shapes_proposal)
         if isinstance(result.verification, dict):
             result.verification = VerificationSummary.from_dict(result.verification)
+        if isinstance(result.graph, dict):
+            result.graph = GraphSummary.from_dict(result.graph)
+        if isinstance(result.cost, dict):
+            result.cost = InferenceCost.from_dict(result.cost)
         return result
 
     @classmethod
@@ -335,6 +527,72 @@ class ExportResult(Plain):
         else:
             where = f" (the config's `{first.reference}`)" if first.reference else ""
         return f" — {words}{where}"
+
+
+# -- cost per line ------------------------------------------------------------------------------
+
+@dataclass
+class LineCost(Plain):
+    """What one source line costs at inference: the time onnxruntime's kernels for its nodes took
+    in the profiled verification run (exporter/pipeline/line_costs.py)."""
+
+    file: str
+    line: int
+    code: str = ""  # the line's text as the export saw it, stripped
+    microseconds: float = 0.0
+    share: float = 0.0  # of every kernel's time in the run, 0-1
+    kernels: dict[str, int] = field(default_factory=dict)  # op type as onnxruntime ran it -> kernels
+    kernel_us: dict[str, float] = field(default_factory=dict)  # op type -> their microseconds
+
+    def describe(self) -> str:
+        """"18 % of inference (2.41 ms), 3 MatMul, 1 Add": the op types that took most of the
+        line's time first (at most two)."""
+        ranked = sorted(self.kernels, key=lambda op: (-self.kernel_us.get(op, 0.0), op))
+        ops = ", ".join(f"{self.kernels[op]} {op}" for op in ranked[:2])
+        return f"{percent(self.share)} of inference ({duration_us(self.microseconds)})" + (f", {ops}" if ops else "")
+
+
+def percent(share: float) -> str:
+    """"18 %", "0.4 %", "<0.1 %"."""
+    value = share * 100
+    if value >= 9.5:
+        return f"{value:.0f} %"
+    if value >= 0.05:
+        return f"{value:.1f} %"
+    return "<0.1 %" if value > 0 else "0 %"
+
+
+def duration_us(microseconds: float) -> str:
+    """"412 µs", "2.41 ms", "1.20 s"."""
+    if microseconds >= 1_000_000:
+        return f"{microseconds / 1_000_000:.2f} s"
+    if microseconds >= 1000:
+        return f"{microseconds / 1000:.2f} ms"
+    return f"{microseconds:.0f} µs"
+
+
+@dataclass
+class InferenceCost(Plain):
+    """onnxruntime's profile of the verification run, by the user's line (ExportResult.cost).
+
+    `total_us` is the sum of every kernel's time in the profile; the lines' times and `other_us`
+    add up to it exactly (each kernel counts once, for one line or for none)."""
+
+    total_us: float = 0.0
+    run_us: float = 0.0  # the run as onnxruntime timed it (its `model_run` event): kernels and the time between them
+    kernel_count: int = 0
+    threads: int = 1  # onnxruntime's intra-op threads in the run
+    lines: list[LineCost] = field(default_factory=list)  # the most expensive first
+    other_us: float = 0.0  # kernels of nodes no line of the user's code made
+    other_kernels: dict[str, int] = field(default_factory=dict)
+    profile: str | None = None  # onnxruntime's profile as it wrote it (JSON: chrome://tracing, Perfetto)
+    seconds: float = 0.0  # onnxlens's own work on the profile (reading it, the lines)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> InferenceCost:
+        cost = _from_dict(cls, data)
+        cost.lines = [LineCost.from_dict(x) if isinstance(x, dict) else x for x in cost.lines]
+        return cost
 
 
 # -- verification -------------------------------------------------------------------------------
@@ -370,6 +628,71 @@ class OutputComparison(Plain):
 
 
 @dataclass
+class InputDrift(Plain):
+    """One input of the first diverging op: torch's value against the one the whole ONNX model
+    computed for it."""
+
+    name: str  # the FX node (or program input) that computed it
+    max_abs_diff: float = 0.0
+    max_rel_diff: float = 0.0
+
+
+@dataclass
+class MismatchVerdict(Plain):
+    """Whether the first diverging op is wrong or its inputs already drifted
+    (exporter/verify/verdict.py): the op's ONNX nodes run alone on torch's own inputs to it,
+    compared with torch's output for it.
+
+    `kind`: "op" (alone, on the same inputs, it computes something else than torch: its
+    translation differs), "drift" (alone it agrees with torch: its inputs already differed, by
+    accumulated float error), "rounding" (alone it differs past the tolerance, but no more than
+    torch's own result differs from the op computed in float64: float rounding, not a wrong op)
+    or "context" (alone it agrees, and the whole model computed its inputs exactly: onnxruntime
+    computes it otherwise inside the model)."""
+
+    kind: str
+    onnx_nodes: list[str] = field(default_factory=list)  # the op types run alone, in graph order
+    alone_max_abs_diff: float = 0.0  # alone on torch's inputs, against torch's output
+    alone_max_rel_diff: float = 0.0
+    alone_passed: bool = False  # within the verification's tolerance
+    alone_tolerance: str = ""  # the tolerance it was compared with (findings.describe_tolerance)
+    inputs: list[InputDrift] = field(default_factory=list)
+    inputs_max_abs_diff: float = 0.0
+    # The float64 check, when alone it differs: the largest difference from the op computed in
+    # float64 on the same inputs, of torch's own result and of the ONNX nodes' alone.
+    torch_float64_diff: float | None = None
+    onnx_float64_diff: float | None = None
+    seconds: float = 0.0
+
+    def sentence(self) -> str:
+        """What the diagnostic's message says of it."""
+        ops = ", ".join(dict.fromkeys(self.onnx_nodes)) or "its ONNX nodes"
+        alone = f"max abs diff {self.alone_max_abs_diff:.3g}"
+        if self.kind == "op":
+            rounding = (f"; torch's own float rounding there is {self.torch_float64_diff:.3g}"
+                        if self.torch_float64_diff is not None else "")
+            return (f"this op's translation differs from torch: run alone on torch's own inputs to it, "
+                    f"ONNX's {ops} differ from torch's output ({alone}{rounding})")
+        if self.kind == "drift":
+            return (f"drift, not this op: run alone on torch's own inputs to it, ONNX's {ops} agree with torch "
+                    f"({alone}); its inputs already differ by up to {self.inputs_max_abs_diff:.3g} "
+                    f"(accumulated float error)")
+        if self.kind == "rounding":
+            return (f"float rounding, not a wrong op: run alone on torch's own inputs to it, ONNX's {ops} differ "
+                    f"from torch ({alone}) no more than torch's own result differs from the op in float64 "
+                    f"({self.torch_float64_diff:.3g} vs {self.onnx_float64_diff:.3g} for ONNX)")
+        return (f"run alone on torch's own inputs to it, which the whole model computed exactly, ONNX's {ops} "
+                f"agree with torch ({alone}): onnxruntime computes it otherwise inside the whole model "
+                f"(its graph optimizations)")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MismatchVerdict:
+        verdict = _from_dict(cls, data)
+        verdict.inputs = [InputDrift.from_dict(x) if isinstance(x, dict) else x for x in verdict.inputs]
+        return verdict
+
+
+@dataclass
 class FirstMismatch(Plain):
     """The first value in the graph past tolerance."""
 
@@ -380,6 +703,22 @@ class FirstMismatch(Plain):
     output: str | None = None  # the graph output's name, when the first value is an output
     max_abs_diff: float = 0.0
     max_rel_diff: float = 0.0
+    verdict: MismatchVerdict | None = None  # a wrong op or drift (exporter/verify/verdict.py)
+    verdict_note: str | None = None  # why there is no verdict, when there is none
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for key in ("verdict", "verdict_note"):  # absent when there is none (the other keys as they always were)
+            if data[key] is None:
+                del data[key]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
+        first = _from_dict(cls, data)
+        if isinstance(first.verdict, dict):
+            first.verdict = MismatchVerdict.from_dict(first.verdict)
+        return first
 
 
 
@@ -551,11 +890,15 @@ class ExportStatus(Plain):
     verified: bool | None = None  # None: not verified
     verifying: bool = False  # the export is saved and shown; its verification still runs
     summary: str = ""  # the one-line text shown at the end of the progress and in the log
-
+    # The graph's change since the target's previous export that had one ("+3 nodes (Mul, Add,
+    # Sqrt), +0 B", "graph unchanged"); None: nothing to compare with.
+    change: str | None = None
 
     @classmethod
-    def of_result(cls, result: ExportResult, *, verifying: bool = False) -> ExportStatus:
-        """The finished state of an export (ok, or failed with its problem count); `verifying`:
+    def of_result(cls, result: ExportResult, change: GraphChange | None = None, *,
+                  verifying: bool = False) -> ExportStatus:
+        """The finished state of an export (ok, or failed with its problem count), and what its
+        graph changed (`change`: against the previous export, when there is one); `verifying`:
         a saved export shown before its verification ends (a second status follows)."""
         errors = sum(1 for f in result.findings if f.severity == "error")
         warnings = sum(1 for f in result.findings if f.severity == "warning")
@@ -563,10 +906,16 @@ class ExportStatus(Plain):
         if result.status == "ok":
             nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
             summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
-                " (cached)" if result.cached else "") + ("; verifying" if verifying else "")
+                " (cached)" if result.cached else "")
         else:
             problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
             summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
+        described = change.describe() if change is not None else None
+        if change is not None and not change.unchanged:
+            summary += f"; {described}"
+        if verifying:
+            summary += "; verifying"
         return cls(target=result.target, state=result.status, seconds=result.seconds,
                    node_count=result.node_count, problems=errors, warnings=warnings,
-                   cached=result.cached, verified=verified, verifying=verifying, summary=summary)
+                   cached=result.cached, verified=verified, verifying=verifying, summary=summary,
+                   change=described)

@@ -13,7 +13,8 @@ references outside the workspace are mistakes too (references.Reference.outside)
 
 Keys (docs/configuration.md), global and per target where marked:
     output-dir (global), allow-output-outside-workspace (global), verify*, timeout*, opset*,
-    memory-limit* (MB; an onnxlens extension), source-paths*,
+    memory-limit* (MB; an onnxlens extension), source-paths*, profile* (onnxruntime's profiler
+    on the verification run: what each line costs),
     target: name, model, inputs, dynamic-shapes, output, input-names, output-names,
             custom-translations, extra-decompositions;
     verification, global and per target: rtol*, atol*, verify-inputs*, second-shape*;
@@ -236,6 +237,7 @@ _SHARED_CHECKS: dict[str, Callable[[str, Any], str | None]] = {
     "opset": _check_positive_int("a positive integer (an ONNX opset version)"),
     "memory-limit": _check_positive_int("a positive integer (megabytes)"),
     "source-paths": _check_choice(*SOURCE_PATH_MODES),
+    "profile": _check_bool,
     "rtol": _check_tolerance,
     "atol": _check_tolerance,
     "verify-inputs": _check_choice(*VERIFY_INPUTS),
@@ -543,6 +545,7 @@ class _Loader:
             memory_limit_mb=setting("memory-limit", None),
             source_paths=setting("source-paths", "absolute"),
             extra_decompositions=values.get("extra-decompositions"),
+            profile=setting("profile", False),
         )
 
 

@@ -274,6 +274,14 @@ def _lines(result: ExportResult, root: Path) -> list[dict[str, Any]]:
             for info in result.lines]
 
 
+def _cost(result: ExportResult, root: Path) -> dict[str, Any]:
+    """The profiled run by line (InferenceCost), paths as the rest of the JSON gives them."""
+    data = result.cost.to_dict()
+    data["profile"] = _optional_path(result.cost.profile, root)
+    data["lines"] = [{**line, "file": display_path(line["file"], root)} for line in data["lines"]]
+    return data
+
+
 def _target_data(result: ExportResult, run: CheckRun, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
     root = run.workspace.root
     data: dict[str, Any] = {
@@ -290,6 +298,8 @@ def _target_data(result: ExportResult, run: CheckRun, diagnostics: list[dict[str
         "cached": result.cached,  # extension
         "node_count": result.node_count,  # extension
     }
+    if result.cost is not None:  # extension: what each line costs at inference (the target's `profile`)
+        data["cost"] = _cost(result, root)
     if result.target in run.memory_mb:  # extension: the export process's peak memory (not for cached results)
         data["memory_mb"] = round(run.memory_mb[result.target], 1)
     if run.graphs is not None:  # extensions of a baseline: the graph and what each line became

@@ -31,7 +31,7 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame_async,
 )
-from onnxlens.exporter.types import OutputEvent, ProgressEvent, TargetSpec, event_from_dict
+from onnxlens.exporter.types import ExportedGraph, OutputEvent, ProgressEvent, TargetSpec, event_from_dict
 
 log = logging.getLogger("onnxlens.worker")
 
@@ -160,12 +160,14 @@ class Worker:
         await asyncio.shield(self._ready)
 
     async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
-                  on_result: ResultSink | None = None, exited: asyncio.Future | None = None) -> dict[str, Any]:
+                  previous: ExportedGraph | None = None, on_result: ResultSink | None = None,
+                  exited: asyncio.Future | None = None) -> dict[str, Any]:
         """Run one job; returns the zygote's last word on it: its `result` message, or, for a
         saved export (`completes`), its `completed` message, whose `result` is None when the
         child ended before it completed (`reason` says how). The `result` message of such an
         export goes to `on_result` first, while verification runs. Cancelling kills the child.
 
+        `previous`: the target's previous export's graph (its report says what changed).
         `exited`, when given, gets the job's `exited` frame (CPU seconds, peak memory) once its
         process is gone, or None when the zygote died first (after the result, a child may still
         be writing its report).
@@ -178,8 +180,10 @@ class Worker:
             job.exited.add_done_callback(lambda done: exited.done() or exited.set_result(done.result()))
         self._jobs[job_id] = job
         try:
-            await self._send({"type": "job", "id": job_id, "spec": spec.to_dict(),
-                              "options": {"threads": threads}})
+            message = {"type": "job", "id": job_id, "spec": spec.to_dict(), "options": {"threads": threads}}
+            if previous is not None:
+                message["previous"] = previous.to_dict()
+            await self._send(message)
             try:
                 # The zygote forks at once, unless it is importing libraries for a moment.
                 await asyncio.wait_for(asyncio.shield(job.started), START_GRACE)

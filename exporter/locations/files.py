@@ -161,6 +161,8 @@ def is_internal(path: str | None) -> bool:
     normalized = path.replace("\\", "/")
     if normalized.startswith(_OWN_DIRS) or os.path.realpath(path).replace("\\", "/").startswith(_OWN_DIRS):
         return True
+    if not os.path.isabs(path) and normalized.split("/", 1)[0] in INTERNAL_PACKAGES:
+        return True  # torch names some frames relative to its own package ("torch/fx/passes/runtime_assert.py")
     for marker in ("/site-packages/", "/dist-packages/"):
         if marker in normalized:
             return normalized.split(marker, 1)[1].split("/", 1)[0] in INTERNAL_PACKAGES

@@ -17,6 +17,7 @@ Torch-free on purpose (plain text and ast): it works on the metadata only.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -35,6 +36,7 @@ FULL_TRACE = "onnxlens_stack_trace"
 _ROOT_PREFIX = re.compile(r"^L\['self'\]\.?|^L__self__\.?|^_export_root\.?")
 
 
+@functools.lru_cache(maxsize=8192)
 def normalize_module_path(path: str) -> str:
     """`L['self'].layers[2].ff[0]` (strict capture), `_export_root.layers.2.ff.0` (non-strict
     capture, while tracing) -> `layers.2.ff.0` (the captured program's spelling)."""
@@ -99,6 +101,17 @@ def _frame_modules(frames: list[Frame], modules: list[tuple[str, str]]) -> dict[
     return dict(zip(forward, modules))
 
 
+def running_module(frames: list[Frame], index: int, modules: list[tuple[str, str]]) -> str | None:
+    """The path of the module whose `forward` runs frame `index` (a helper function's frame:
+    the forward that called it): non-strict capture records one `forward` frame per module
+    call, so the k-th forward frame runs the k-th module of nn_module_stack. None when the
+    frames and the stack do not pair up."""
+    forward_count = sum(1 for f in frames[: index + 1] if f.func == "forward")
+    if forward_count == 0 or forward_count > len(modules):
+        return None
+    return modules[forward_count - 1][0]
+
+
 def _child_attribute(frames: list[Frame], primary: int, modules: list[tuple[str, str]]) -> str | None:
     """The attribute of `self` the primary frame calls on the way to the node's module.
 
@@ -106,12 +119,9 @@ def _child_attribute(frames: list[Frame], primary: int, modules: list[tuple[str,
     runs the k-th module of nn_module_stack; the component after that module's path is the
     child it calls (`layers.2` -> `ff` for a node of `layers.2.ff.0`).
     """
-    if not modules:
+    frame_module = running_module(frames, primary, modules)
+    if frame_module is None:
         return None
-    forward_count = sum(1 for f in frames[: primary + 1] if f.func == "forward")
-    if forward_count == 0 or forward_count > len(modules):
-        return None
-    frame_module = modules[forward_count - 1][0]
     target = modules[-1][0]
     if target == frame_module:
         return None

@@ -52,7 +52,7 @@ from onnxlens.exporter.pipeline.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals
-from onnxlens.exporter.types import EventSink, ExportResult, ProgressEvent, TargetSpec
+from onnxlens.exporter.types import EventSink, ExportedGraph, ExportResult, ProgressEvent, TargetSpec
 
 
 class Stage(NamedTuple):
@@ -129,11 +129,12 @@ class Pipeline:
         if internals.FULL:
             self.tables.refresh()
 
-    def run(self, spec: TargetSpec, on_event: EventSink = _ignore) -> ExportResult:
-        """The whole export, verified, its report and program dump written (in-process callers)."""
+    def run(self, spec: TargetSpec, on_event: EventSink = _ignore, previous: ExportedGraph | None = None) -> ExportResult:
+        """The whole export, verified, its report and program dump written (in-process callers);
+        `previous`: the target's previous export's graph, whose change the report shows."""
         job = self.export(spec, on_event)
         self.finish(job)
-        artifacts.write(job)
+        artifacts.write(job, previous)
         return job.result
 
     def finish(self, job: Job) -> None:

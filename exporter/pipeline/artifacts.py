@@ -16,6 +16,7 @@ import os
 
 from onnxlens.exporter import atomic
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.types import ExportedGraph
 
 
 def program_dump_path(job: Job) -> str:
@@ -30,9 +31,10 @@ def plan(job: Job) -> None:
         job.result.exported_program = program_dump_path(job)
 
 
-def write(job: Job) -> None:
-    """Write the program dump and the report. Never raises: a file that cannot be written is
-    logged, and the result no longer names it if it has not been sent yet."""
+def write(job: Job, previous: ExportedGraph | None = None) -> None:
+    """Write the program dump and the report (`previous`: the target's previous export's graph,
+    whose change the report shows). Never raises: a file that cannot be written is logged, and
+    the result no longer names it if it has not been sent yet."""
     if job.program is not None:
         try:
             atomic.write_text(program_dump_path(job), str(job.program))
@@ -44,7 +46,7 @@ def write(job: Job) -> None:
 
         inputs = ReportInputs(exported_program=job.program, decomposed_program=job.decomposed,
                               onnx_program=job.onnx_program, registry=job.registry, error=job.error,
-                              model=job.target.model if job.target else None)
+                              model=job.target.model if job.target else None, previous=previous)
         write_report(job.spec, job.result, inputs)
     except Exception as error:  # noqa: BLE001 - the report is secondary to the findings
         job.result.report = None

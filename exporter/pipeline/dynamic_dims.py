@@ -90,6 +90,7 @@ class Conflict:
     consequence: str  # what torch.export then did, when the export went on
     place: Place  # the line that did it (the model's definition if no line of the workspace)
     in_library: bool = False  # no line of the workspace on the chain: the library's are related
+    fixed_to: int | None = None  # the one size the code fixed it to, when it did
 
     def describe(self) -> str:
         """`x` dim 0 (`batch`)."""
@@ -252,7 +253,8 @@ def conflicts(job: Job, *, went_on: bool) -> list[Conflict]:
         fixed = next((fact for fact in size_facts if fact.value is not None), None)
         if fixed is not None:
             found.append(_conflict(job, facts, fixed, size, declared, f"fixes it to {fixed.value}",
-                                   f"torch.export specialized it, and the ONNX model only accepts {fixed.value} there"))
+                                   f"torch.export specialized it, and the ONNX model only accepts {fixed.value} there",
+                                   fixed_to=fixed.value))
             continue
         confirmed = not went_on or declared.dim.name is None or bool(_suggested_fix(fixes, declared.name))
         if confirmed:
@@ -346,12 +348,12 @@ def _relation(size: InputSize, fact: Any) -> str:
 
 
 def _conflict(job: Job, facts: list[Any], fact: Any, size: InputSize, declared: _Declared, code_does: str,
-              consequence: str, *, bounds: str = "") -> tuple[int, Conflict]:
+              consequence: str, *, bounds: str = "", fixed_to: int | None = None) -> tuple[int, Conflict]:
     placed = _inner_fact(job, facts, fact) or fact
     place = locate(from_traceback(placed.stack), job.workspace)
     in_library = place.at_fallback(job.fallback)
     return _position(facts, fact), Conflict(size, declared.name, "dynamic" + (f" (sizes {bounds})" if bounds else ""),
-                                       code_does, consequence, place, in_library)
+                                       code_does, consequence, place, in_library, fixed_to)
 
 
 def _inner_fact(job: Job, facts: list[Any], fact: Any) -> Any | None:

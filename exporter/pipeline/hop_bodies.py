@@ -15,11 +15,11 @@ the body function's `return` from the body graph's own nodes.
 from __future__ import annotations
 
 import ast
-import linecache
 from dataclasses import dataclass
 from typing import Any
 
 from onnxlens.exporter.locations import Frame, Origin, Workspace, classify, from_stack_trace
+from onnxlens.exporter.locations.syntax import enclosing_function, parsed
 from onnxlens.exporter.torch_internals.active import internals
 
 
@@ -98,27 +98,17 @@ def body_return(node: Any, workspace: Workspace) -> Frame | None:
 
 def _enclosing_return_line(file: str, line: int) -> int | None:
     """The `return` of the innermost function around `line`, when it has exactly one."""
-    tree = _parsed(file)
-    around = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and node.lineno <= line <= (node.end_lineno or node.lineno)] if tree is not None else []
-    if not around:
+    tree = parsed(file)
+    innermost = enclosing_function(tree, line) if tree is not None else None
+    if innermost is None:
         return None
-    innermost = max(around, key=lambda function: function.lineno)
     returns = [child.lineno for child in _own_nodes(innermost) if isinstance(child, ast.Return)]
     return returns[0] if len(returns) == 1 else None
 
 
-def _parsed(file: str) -> ast.AST | None:
-    linecache.checkcache(file)
-    try:
-        return ast.parse("".join(linecache.getlines(file)))
-    except (SyntaxError, ValueError):
-        return None
-
-
 def _return_line(file: str, first_line: int) -> int | None:
     """The line of the function's `return`, when it has exactly one (nested functions aside)."""
-    tree = _parsed(file)
+    tree = parsed(file)
     for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and first_line in (
                 node.lineno, *(decorator.lineno for decorator in node.decorator_list)):

@@ -68,6 +68,8 @@ class Job:
     # decompose, translate
     decomposed: ExportedProgram | None = None
     onnx_program: ONNXProgram | None = None
+    # optimize: the user's line of each ONNX node (lines.py), for what each line costs (line_costs.py)
+    node_lines: Any = None  # lines.NodeLines (lines.py imports this module)
     # check (weights-free models only): the graph-only model the save writes (graph_only.py)
     graph_only: onnx.ModelProto | None = None
     # Stages whose findings went out in a FindingsEvent: when such a stage ends, its own event

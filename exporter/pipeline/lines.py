@@ -1,53 +1,104 @@
-"""What each source line became in ONNX, for hover and code lens.
+"""What each source line became in the export, and the graph in brief: for hover, code lens,
+inlay hints and the comparison with the next export.
 
 The exporter writes every ONNX node's origin into its `metadata_props` (the FX node's stack trace
 and module scopes) and keeps them through optimization, so the final model alone says which line
 produced which nodes. A line is the innermost line of the user's code in a node's trace (the one
-rule of exporter/locations, as for findings).
+rule of exporter/locations, as for findings). What the line's code handed on, with the sizes'
+declared names, comes from the captured program (line_values.py); the graph's summary from the
+model (graph_summary.py).
 """
 
 from __future__ import annotations
 
 import ast
+import linecache
 import os
-from typing import Any
 
 import onnx_ir as ir
 
-from onnxlens.exporter.locations import Workspace, from_stack_trace, primary_frame
+import onnxlens.exporter.pipeline.graph_summary as graph_summary
+import onnxlens.exporter.pipeline.line_values as line_values
+from onnxlens.exporter.locations import Workspace, from_stack_trace, primary_frame, source_line
+from onnxlens.exporter.pipeline.graph_summary import describe_value, value_bytes
+from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import LineInfo
 
 STACK_TRACE = "pkg.torch.onnx.stack_trace"
 NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 
+Key = tuple[str, int]  # (real path, 1-based line)
 
-def line_infos(model: ir.Model, workspace: Workspace, full_traces: dict[str, str] | None = None) -> list[LineInfo]:
-    """`full_traces`: FX node name -> stack trace with helper frames (stacks.py), when known."""
-    by_line: dict[tuple[str, int], LineInfo] = {}
-    full_traces = full_traces or {}
-    # The nodes one FX node became share its metadata: each text is parsed once (a 7B Llama has
-    # 5,000 ONNX nodes from 1,600 FX nodes).
-    scopes_of: dict[str | None, list[str]] = {}
-    line_of: dict[str | None, tuple[str, int] | None] = {}
-    for node in ir.traversal.RecursiveGraphIterator(model.graph):
-        scopes_text = node.metadata_props.get(NAME_SCOPES)
-        scopes = scopes_of.get(scopes_text)
+
+def record(job: Job, full_traces: dict[str, str] | None = None) -> None:
+    """The result's line data and graph summary, from the finished ONNX model and the program it
+    was translated from (`full_traces`: FX node name -> stack trace with helper frames).
+
+    What each line produced and the summary are extras: a failure of ours there is logged and
+    leaves them out, it never fails the export."""
+    model = job.onnx_program.model
+    origins = job.node_lines = NodeLines(job.workspace, full_traces)
+    infos = line_infos(model, origins)
+    if job.decomposed is not None:
+        try:
+            infos = line_values.add_values(infos, job.decomposed, model, job.workspace)
+        except Exception as error:  # noqa: BLE001 - see the docstring
+            job.log(f"what each line produced is not known: {type(error).__name__}: {error}")
+    for file in {info.file for info in infos}:
+        linecache.checkcache(file)  # a text read before this export may be stale (in-process runs)
+    for info in infos:
+        info.code = (source_line(info.file, info.line) or "").strip()
+    job.result.lines = infos
+    try:
+        job.result.graph = graph_summary.summarize(job, model, origins.line)
+    except Exception as error:  # noqa: BLE001 - see the docstring
+        job.log(f"the graph's summary could not be made: {type(error).__name__}: {error}")
+
+
+class NodeLines:
+    """The user's line of each ONNX node. The nodes one FX node became share its metadata: each
+    text is parsed once (a 7B Llama has 5,000 ONNX nodes from 1,600 FX nodes)."""
+
+    def __init__(self, workspace: Workspace, full_traces: dict[str, str] | None = None) -> None:
+        self._workspace = workspace
+        self._full_traces = full_traces or {}
+        self._scopes: dict[str | None, list[str]] = {}
+        self._lines: dict[str | None, Key | None] = {}
+
+    def scopes(self, node: ir.Node) -> list[str]:
+        text = node.metadata_props.get(NAME_SCOPES)
+        scopes = self._scopes.get(text)
         if scopes is None:
-            scopes = scopes_of[scopes_text] = _scopes(scopes_text)
-        trace = (full_traces.get(scopes[-1]) if scopes else None) or node.metadata_props.get(STACK_TRACE)
-        if trace not in line_of:
-            frame = primary_frame(from_stack_trace(trace), workspace)
-            line_of[trace] = (os.path.realpath(frame.file), frame.line) if frame is not None else None
-        key = line_of[trace]
+            scopes = self._scopes[text] = _scopes(text)
+        return scopes
+
+    def line(self, node: ir.Node) -> Key | None:
+        scopes = self.scopes(node)
+        trace = (self._full_traces.get(scopes[-1]) if scopes else None) or node.metadata_props.get(STACK_TRACE)
+        if trace not in self._lines:
+            frame = primary_frame(from_stack_trace(trace), self._workspace)
+            self._lines[trace] = (os.path.realpath(frame.file), frame.line) if frame is not None else None
+        return self._lines[trace]
+
+
+def line_infos(model: ir.Model, origins: NodeLines) -> list[LineInfo]:
+    by_line: dict[Key, LineInfo] = {}
+    weighed: set[tuple[Key, int]] = set()  # (line, initializer) pairs counted already
+    for node in ir.traversal.RecursiveGraphIterator(model.graph):
+        key = origins.line(node)
         if key is None:
             continue
         info = by_line.get(key)
         if info is None:
             info = by_line[key] = LineInfo(file=key[0], line=key[1])
         info.ops[node.op_type] = info.ops.get(node.op_type, 0) + 1
-        module = _module_path(scopes)
+        module = _module_path(origins.scopes(node))
         if module and module not in info.modules:
             info.modules.append(module)
+        for value in node.inputs:
+            if value is not None and value.is_initializer() and (key, id(value)) not in weighed:
+                weighed.add((key, id(value)))
+                info.weight_bytes += value_bytes(value)
         for value in node.outputs:
             text = describe_value(value)
             if text and text not in info.outputs and len(info.outputs) < 16:
@@ -70,19 +121,3 @@ def _module_path(scopes: list[str]) -> str | None:
     """The innermost module's path: the scope before the node name."""
     paths = [v for v in scopes[:-1] if v]
     return paths[-1] if paths else None
-
-
-def describe_value(value: Any) -> str | None:
-    """'float32[batch, 16, 256]' for a tensor value with known type and shape."""
-    dtype = value.dtype
-    if dtype is None:
-        return None
-    try:
-        name = dtype.numpy().name
-    except Exception:  # noqa: BLE001 - types numpy lacks (bfloat16, float8) keep ONNX's name
-        name = dtype.name.lower()
-    shape = value.shape
-    if shape is None:
-        return f"{name}[?]"
-    dims = [str(dim) if isinstance(dim, int) else (getattr(dim, "value", None) or "?") for dim in shape]
-    return f"{name}[{', '.join(str(d) for d in dims)}]"

@@ -7,8 +7,9 @@ dynamic axes, in the public API's order, so the model is byte-identical to
 export's errors: the editor already shows them while it runs (the optimizer is a large part of
 a real model's export: ~0.85 s of the examples' encoder's ~5 s). A weights-free model
 (weights.py) is not optimized, as `optimize=False` does it: constant folding reads weights they
-do not have. Then the line data for hover and lens (lines.py), from the final model's node
-metadata (no weights needed).
+do not have. Then the line data for hover, lens and inlay hints, and the graph's summary the
+next export is compared with (lines.py), from the final model's node metadata and the program it
+was translated from (no weights needed).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def run(job: Job) -> None:
         job.error = error
         job.fail([finding])
     job.result.node_count = len(job.onnx_program.model.graph)
-    job.result.lines = lines.line_infos(job.onnx_program.model, job.workspace, full_traces(job.decomposed))
+    lines.record(job, full_traces(job.decomposed))
 
 
 def optimize(onnx_program: Any, input_names: list[str] | None = None, output_names: list[str] | None = None,

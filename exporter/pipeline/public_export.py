@@ -59,8 +59,9 @@ def run(job: Job) -> None:
         job.fail([input_mistakes.finding(job, [error]) or failure_finding(job, error)])
     job.decomposed = job.onnx_program.exported_program  # what the ONNX graph was translated from
     job.result.node_count = len(job.onnx_program.model.graph)
-    # Hover and lens: from the ONNX nodes' metadata, which the public export writes too.
-    job.result.lines = lines.line_infos(job.onnx_program.model, job.workspace)
+    # Hover, lens, hints and the graph's summary: from the ONNX nodes' metadata, which the public
+    # export writes too, and its program.
+    lines.record(job)
     if job.spec.verify:
         job.log(f"{job.spec.name}: verification skipped: torch {_torch_version()} has no onnxlens adapter")
 

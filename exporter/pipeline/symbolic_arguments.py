@@ -12,11 +12,11 @@ running anything.
 from __future__ import annotations
 
 import ast
-import linecache
 import re
 from dataclasses import dataclass
 
 from onnxlens.exporter.locations import Frame
+from onnxlens.exporter.locations.syntax import enclosing_function, parsed
 
 # torch's wording (torch/csrc/utils/python_arg_parser.cpp): "argument 'NAME' must be TYPE, not SymTYPE"
 # (and "argument 'NAME' (position N) must be ...").
@@ -41,11 +41,11 @@ def symbolic_argument(message: str, call: Frame) -> SymbolicArgument | None:
     if refused is None:
         return None
     argument, position, kind = refused.group(1), refused.group(2), refused.group(3)
-    tree = _parsed(call.file)
+    tree = parsed(call.file)
     if tree is None:
         return None
     variable = _passed_variable(tree, call.line, argument, int(position) - 1 if position else None)
-    function = _enclosing_function(tree, call.line)
+    function = enclosing_function(tree, call.line)
     if variable is None or function is None:
         return None
     assigned = [node.lineno for node in ast.walk(function)
@@ -82,12 +82,6 @@ def _passed_variable(tree: ast.AST, line: int, argument: str, position: int | No
     return None
 
 
-def _enclosing_function(tree: ast.AST, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    around = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and node.lineno <= line <= (node.end_lineno or node.lineno)]
-    return max(around, key=lambda function: function.lineno) if around else None
-
-
 def _assigns(node: ast.AST, name: str) -> bool:
     if isinstance(node, ast.Assign):
         targets = node.targets
@@ -98,10 +92,3 @@ def _assigns(node: ast.AST, name: str) -> bool:
     return any(isinstance(target, ast.Name) and target.id == name
                for item in targets for target in ast.walk(item))
 
-
-def _parsed(file: str) -> ast.AST | None:
-    linecache.checkcache(file)
-    try:
-        return ast.parse("".join(linecache.getlines(file)))
-    except (SyntaxError, ValueError):
-        return None

@@ -6,6 +6,11 @@ custom translation translated lands in that translation (the user's code that is
 op's call related. A finding no line of the user's code produced (a value
 computed, or a node onnxruntime refused, in library code only) goes to the model's definition,
 as errors do.
+
+With the target's `profile` on, onnxruntime's profiler runs on the verification run on the
+example inputs, and the result says what each line costs (line_costs.py). A kept verification
+that is reused (exporter/verify/reuse.py) runs nothing, so it has no cost per line; nor has a
+verification verify-inputs = "small" made on smaller inputs alone. The log says so.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import inspect
 import time
 from typing import Any
 
+import onnxlens.exporter.pipeline.line_costs as line_costs
 from onnxlens.exporter.locations import Place, Workspace, is_user_code, source_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.torch_internals.active import internals
@@ -48,15 +54,19 @@ def _run(job: Job) -> None:
         kept.seconds = round(time.perf_counter() - started, 4)
         job.result.verification = kept
         job.log(f"{job.spec.name}: verification not run again: the ONNX model, its weights, the torch program "
-                "and the inputs are those of an earlier passing one")
+                "and the inputs are those of an earlier passing one"
+                + ("; no cost per line (only a verification that runs is profiled)" if job.spec.profile else ""))
         return
     # One serialized graph and set of weights for every session of this job (the second shape's too).
     sessions = runtime.Sessions(job.onnx_program.model)
     small = _on_smaller_inputs(job, sessions) if job.spec.verify_inputs == "small" else None
     if small is not None and small[1].passed and not small[2]:
         cut, summary, findings = small  # sizes other than the example's: the second shape too
+        if job.spec.profile:
+            job.log(f"{job.spec.name}: no cost per line: verify-inputs = \"small\" verified on smaller inputs, and "
+                    "only the run on the example inputs is profiled")
     else:
-        summary, findings = _on(job, sessions, job.target.args, job.target.kwargs)
+        summary, findings = _profiled(job, sessions)
         if small is not None and summary.passed:
             # Right at the example's sizes, not at the cut ones: a size of the example is fixed.
             cut, _, cut_findings = small
@@ -102,15 +112,34 @@ def _digest(job: Job) -> str | None:
         return None
 
 
-def _on(job: Job, sessions: Any, args: tuple, kwargs: dict, *,
-        other_sizes: bool = False) -> tuple[VerificationSummary, list[Finding]]:
+def _profiled(job: Job, sessions: Any) -> tuple[VerificationSummary, list[Finding]]:
+    """verify() on the example inputs; with the target's `profile` on, onnxruntime's profiler on
+    its run, and the result's cost per line from it (line_costs.py). Only this run is profiled:
+    the smaller inputs' and the second shape's run other sizes than the example's."""
+    from onnxlens.exporter.verify.profiling import Profiler
+
+    profiler = Profiler() if job.spec.profile else None
+    try:
+        verified = _on(job, sessions, job.target.args, job.target.kwargs, profiler=profiler)
+    finally:
+        if profiler is not None:
+            profiler.discard()
+    if profiler is not None:
+        line_costs.record(job, profiler)
+    return verified
+
+
+def _on(job: Job, sessions: Any, args: tuple, kwargs: dict, *, other_sizes: bool = False,
+        profiler: Any = None) -> tuple[VerificationSummary, list[Finding]]:
     """verify() on (args, kwargs); `other_sizes`: sizes other than the example's, against the
-    captured program (the decomposed one may have fixed the example's sizes itself)."""
+    captured program (the decomposed one may have fixed the example's sizes itself); `profiler`:
+    onnxruntime's profiler on the run that gives the outputs."""
     from onnxlens.exporter.verify import verify
 
     return verify(job.program if other_sizes else job.decomposed, job.onnx_program, args, kwargs,
                   tolerance=tolerance_of(job.spec), workspace=job.workspace, fallback=job.fallback,
-                  other_sizes=other_sizes, sessions=sessions, translated=job.decomposed if other_sizes else None)
+                  other_sizes=other_sizes, sessions=sessions, translated=job.decomposed if other_sizes else None,
+                  profiler=profiler)
 
 
 def _on_smaller_inputs(job: Job, sessions: Any) -> tuple[Any, VerificationSummary, list[Finding]] | None:

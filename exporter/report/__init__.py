@@ -3,7 +3,8 @@
 One stable path per target (spec.report), replaced atomically (exporter/atomic.py: readable like
 the .onnx), so an editor tab showing it never sees half a file. Our findings come first (code,
 severity, file:line, message, the source lines around it, the call chain), then the
-verification, then torch's own report sections (exported program, analysis, decomposition
+verification (on a mismatch, whether the op is wrong or its inputs drifted: verdict_section.py)
+and, when the run was profiled, the cost per line (cost_section.py), then torch's own report sections (exported program, analysis, decomposition
 comparison; torch_sections.py) built with torch.onnx's report helpers. Each section copes with
 missing inputs: an import failure has no program; a section that fails to build says so.
 """
@@ -18,7 +19,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from onnxlens.exporter import atomic
-from onnxlens.exporter.types import STAGES, ExportResult, Finding, TargetSpec, VerificationSummary
+from onnxlens.exporter.report.change_section import change_section
+from onnxlens.exporter.report.cost_section import cost_section
+from onnxlens.exporter.report.verdict_section import verdict_section
+from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, Finding, TargetSpec, VerificationSummary
 
 EXCERPT_CONTEXT = 2  # source lines shown before and after a finding's line
 
@@ -33,6 +37,7 @@ class ReportInputs:
     registry: Any = None  # the ONNX registry used
     error: BaseException | None = None  # the exception that stopped the pipeline, if any
     model: Any = None  # the nn.Module
+    previous: ExportedGraph | None = None  # the target's previous export's graph, to say what changed
 
 
 def write_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs | None = None) -> str:
@@ -55,9 +60,18 @@ def render_report(spec: TargetSpec, result: ExportResult, inputs: ReportInputs) 
     parts = [_header(spec, result)]
     parts.append(_section("Stages", lambda: _stages(result)))
     parts.append(_section(f"Findings ({len(result.findings)})", lambda: _findings(spec, result)))
+    parts.append(_section("Change since the last export", lambda: change_section(
+        inputs.previous, result, lambda path: _display_path(path, spec.root)),
+        missing="Nothing to compare: this export built no ONNX graph." if result.graph is None else
+        "Nothing to compare with: no earlier export of this target was given (the editor gives its last one; "
+        "`onnxlens check` compares nothing)."))
     not_run = ("Skipped: the model's weights have no data (see the weights-free finding)." if _weights_free(result)
                else "Not run (verification is off, or the export stopped before it).")
     parts.append(_section("Verification", lambda: _verification(result.verification), missing=not_run))
+    parts.append(_section("First mismatch: this op or drift", lambda: verdict_section(result.verification), missing=None))
+    parts.append(_section("Cost per line", lambda: cost_section(result.cost, lambda path: _display_path(path, spec.root)),
+                          missing=None if not spec.profile else
+                          "Not measured: the verification did not run, or onnxruntime's profile could not be read."))
     parts.append(_section("Error", lambda: torch_sections.traceback_section(inputs.error),
                           missing=None))
     parts.append(_section("Exported program", lambda: torch_sections.exported_program_section(

@@ -7,7 +7,9 @@
     divergence.py  the FIRST intermediate value past tolerance, with one onnxruntime session
     findings.py    the `mismatch` finding on the user's line, named by module path; the
                    `verification` finding of a verification that could not run
+    verdict.py     on a mismatch, that op alone on torch's own inputs: a wrong op, or drift
     second_shape.py  other sizes for the dynamic dimensions (the pipeline's second-shape check)
+    profiling.py   onnxruntime's profiler on the verification run (the target's `profile`)
 
 On a mismatch, the first diverging value is found with one onnxruntime session (every FX-named
 ONNX value added as an extra graph output, one run) and one torch.fx.Interpreter run over the
@@ -36,8 +38,8 @@ from onnxlens.exporter.verify.tolerance import Tolerance
 def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, *,
            tolerance: Tolerance = Tolerance(), root: str | None = None,
            workspace: Workspace | None = None, fallback: Location | None = None,
-           other_sizes: bool = False, sessions: Any = None,
-           translated: Any = None) -> tuple[VerificationSummary, list[Finding]]:
+           other_sizes: bool = False, sessions: Any = None, translated: Any = None,
+           profiler: Any = None) -> tuple[VerificationSummary, list[Finding]]:
     """Compare onnxruntime with torch on (args, kwargs).
 
     Returns the summary and, on a mismatch, one `mismatch` Finding on the source line of the
@@ -55,6 +57,9 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     `sessions`: a runtime.Sessions of the same model to reuse (its serialized graph and weights).
     `translated`: the program the ONNX model was translated from, when `exported_program` is
     another one (the captured program of the second shape): the ONNX nodes name its nodes.
+    `profiler` (profiling.py: Profiler): onnxruntime's profiler on the run that gives the outputs
+    (a session of its own, not the shared plain one); what it recorded is in `profiler.profile`
+    afterwards.
     """
     start = time.perf_counter()
     summary = VerificationSummary(rtol=tolerance.rtol, atol=tolerance.atol)
@@ -64,7 +69,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
     try:
         findings = _Verification(exported_program, onnx_program, args, kwargs or {}, summary=summary,
                                  tolerance=tolerance, workspace=workspace, fallback=fallback,
-                                 other_sizes=other_sizes, sessions=sessions, translated=translated).run()
+                                 other_sizes=other_sizes, sessions=sessions, translated=translated,
+                                 profiler=profiler).run()
     except Exception as error:  # noqa: BLE001 - a verification bug must not fail the export
         from onnxlens.exporter.verify import findings as found
 
@@ -78,7 +84,8 @@ def verify(exported_program: Any, onnx_program: Any, args: tuple, kwargs: dict, 
 class _Verification:
     def __init__(self, exported_program, onnx_program, args, kwargs, *, summary: VerificationSummary,
                  tolerance: Tolerance, workspace: Workspace | None, fallback: Location | None,
-                 other_sizes: bool = False, sessions: Any = None, translated: Any = None):
+                 other_sizes: bool = False, sessions: Any = None, translated: Any = None,
+                 profiler: Any = None):
         self.program = exported_program if exported_program is not None else getattr(
             onnx_program, "exported_program", None)
         self.onnx_program = onnx_program
@@ -90,10 +97,11 @@ class _Verification:
         self.other_sizes = other_sizes
         self.sessions = sessions
         self.translated = translated
+        self.profiler = profiler
 
     def run(self) -> list[Finding]:
         from onnxlens.exporter.torch_internals.active import internals
-        from onnxlens.exporter.verify import compare, divergence, findings, runtime
+        from onnxlens.exporter.verify import compare, divergence, findings, runtime, verdict
 
         summary = self.summary
         if self.program is None or getattr(self.onnx_program, "model", None) is None:
@@ -115,8 +123,13 @@ class _Verification:
             return [findings.torch_failure_finding(failed, self.workspace)]
         sessions = self.sessions if self.sessions is not None else runtime.Sessions(model)
         try:
-            onnx_outputs = runtime.run(sessions.session(), feeds)
+            session = sessions.session(profiler=self.profiler)
+            onnx_outputs = runtime.run(session, feeds)
+            if self.profiler is not None:
+                self.profiler.collect(session)
         except Exception as error:  # noqa: BLE001 - onnxruntime raises its own types
+            if self.profiler is not None:
+                self.profiler.discard()
             message = first_line(error)
             summary.passed, summary.error_source = False, "onnxruntime"
             summary.error = f"onnxruntime could not run the model: {message}"
@@ -124,6 +137,7 @@ class _Verification:
             if self.other_sizes:
                 return [self._arriving(failure, message, model, sessions, feeds, graph_inputs)]
             return [failure]
+        del session  # (a profiled one is a session of its own: not kept past its run)
 
         pairs = self._user_output_pairs(torch_outputs)
         onnx_names = [v.name for v in model.graph.outputs]
@@ -172,7 +186,11 @@ class _Verification:
                 if blamed is not None:
                     found = Divergence(blamed, None, found.comparison, False, found.output_name)
         summary.first_mismatch = findings.describe(found)
-        return [findings.mismatch_finding(found, summary, self.workspace, self.fallback)]
+        finding = findings.mismatch_finding(found, summary, self.workspace, self.fallback)
+        if not self.other_sizes:  # (a size fixed in the graph is no op's fault: no verdict)
+            verdict.add(summary, finding, found.node, self.program, model, sessions, feeds, graph_inputs,
+                        tolerance=self.tolerance)
+        return [finding]
 
     def _arriving(self, failure: Finding, message: str, model: Any, sessions: Any, feeds: dict,
                   graph_inputs: list) -> Finding:

@@ -22,6 +22,10 @@ A program calling an op outside torch's own namespaces (a custom op: its Python 
 code no digest here covers) is never reused. A model built with unseeded random weights has
 other weights on every save, hence another digest. `onnxlens check --no-cache` and the
 editor's "Re-export" run verification again (the server removes the record).
+
+A reused verification ran nothing, so it has no onnxruntime profile: no cost per line
+(exporter/pipeline/verify.py logs it). `profile` is one of the settings hashed, so switching it
+on verifies, and profiles, again.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ def digest(program: Any, onnx_model: Any, args: tuple, kwargs: dict, spec: Targe
 
     found = hashlib.sha256()
     _text(found, "versions", torch.__version__, onnxruntime.__version__, onnx.__version__, exporter_source_digest())
-    _text(found, "settings", spec.rtol, spec.atol, spec.verify_inputs, spec.second_shape)
+    # `profile`: a kept verification has no profile, so turning it on verifies (and profiles) again.
+    _text(found, "settings", spec.rtol, spec.atol, spec.verify_inputs, spec.second_shape, spec.profile)
     for module in program.graph_module.modules():
         if isinstance(module, torch.fx.GraphModule):
             for node in module.graph.nodes:

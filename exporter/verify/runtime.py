@@ -106,23 +106,27 @@ def ort_feeds(model: Any, inputs: Sequence[Any]) -> dict[str, Any]:
         raise RuntimeProblem(
             f"the ONNX model has {len(graph_inputs)} inputs but the example inputs give "
             f"{len(inputs)} tensors")
-    feeds = {}
-    for value, arg in zip(graph_inputs, inputs):
-        if isinstance(arg, torch.Tensor) and arg.is_complex():
-            arg = torch.view_as_real(arg.resolve_conj())
-        if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            arg = internals.size_hint(arg)
-        if isinstance(arg, (bool, int, float)):
-            # A symbolic scalar input: use the dtype the graph declares.
-            import onnxruntime as ort
+    return {value.name: ort_value(value, arg) for value, arg in zip(graph_inputs, inputs)}
 
-            dtype = value.dtype.numpy() if value.dtype is not None else None
-            feeds[value.name] = ort.OrtValue.ortvalue_from_numpy(np.array(arg, dtype=dtype))
-        elif isinstance(arg, torch.Tensor):
-            feeds[value.name] = internals.to_ort_value(arg)  # bfloat16 included
-        else:
-            raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
-    return feeds
+
+def ort_value(value: Any, arg: Any) -> Any:
+    """torch's `arg` as onnxruntime takes it for the ONNX value `value`: a tensor as it is
+    (bfloat16 included; complex as real pairs), a Python or symbolic scalar as an array of the
+    element type the graph declares, of the value's shape when it is static."""
+    if isinstance(arg, torch.Tensor) and arg.is_complex():
+        arg = torch.view_as_real(arg.resolve_conj())
+    if isinstance(arg, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        arg = internals.size_hint(arg)
+    if isinstance(arg, (bool, int, float)):
+        import onnxruntime as ort
+
+        array = np.array(arg, dtype=value.dtype.numpy() if value.dtype is not None else None)
+        if value.shape is not None and value.shape.is_static():
+            array = array.reshape([int(dim) for dim in value.shape])
+        return ort.OrtValue.ortvalue_from_numpy(array)
+    if isinstance(arg, torch.Tensor):
+        return internals.to_ort_value(arg)
+    raise RuntimeProblem(f"input {value.name!r} is a {type(arg).__name__}, not a tensor")
 
 
 class Sessions:
@@ -143,14 +147,16 @@ class Sessions:
         self._weights: tuple[list[str], list[Any]] | None = None  # kept alive with the sessions
         self._plain: Any = None  # the session without extra outputs, once made
 
-    def session(self, extra_outputs: Sequence[Any] = (), *, only: bool = False) -> Any:
+    def session(self, extra_outputs: Sequence[Any] = (), *, only: bool = False, profiler: Any = None) -> Any:
         """A session with `extra_outputs` added to the model's; `only`: with those outputs alone
-        and the nodes they need (the values before a node that fails, without running it)."""
+        and the nodes they need (the values before a node that fails, without running it).
+        `profiler` (profiling.py: Profiler) profiles the session: a session of its own, never the
+        kept plain one (its profile ends with the run it was made for)."""
         import onnx_ir as ir
 
         from onnxlens.exporter.pipeline.graph_only import graph_only_model
 
-        if not extra_outputs and not only and self._plain is not None:
+        if not extra_outputs and not only and profiler is None and self._plain is not None:
             return self._plain
         if self._proto is None:
             self._proto = graph_only_model(self.model, _WEIGHTS_IN_MEMORY)
@@ -166,8 +172,8 @@ class Sessions:
                 data = self._proto.SerializeToString()
             finally:
                 del outputs[count:]
-        session = _new_session(data, self._weights)
-        if not extra_outputs and not only:
+        session = new_session(data, self._weights, profiler)
+        if not extra_outputs and not only and profiler is None:
             self._plain = session  # the plain session serves every run of the model's own outputs
         return session
 
@@ -254,7 +260,7 @@ def _ort_value(tensor: Any) -> Any:
     return ort.OrtValue.ortvalue_from_numpy(array)
 
 
-def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None) -> Any:
+def new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | None = None, profiler: Any = None) -> Any:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -267,6 +273,8 @@ def _new_session(source: str | bytes, weights: tuple[list[str], list[Any]] | Non
     options.intra_op_num_threads = max(1, torch.get_num_threads())
     options.inter_op_num_threads = 1
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profiler is not None:
+        profiler.configure(options)
     return ort.InferenceSession(source, sess_options=options, providers=["CPUExecutionProvider"])
 
 

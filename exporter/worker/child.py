@@ -38,7 +38,8 @@ from onnxlens.exporter.pipeline import artifacts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
-from onnxlens.exporter.types import ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec, event_to_dict
+from onnxlens.exporter.types import (ExportedGraph, ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec,
+                                     event_to_dict)
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
 from onnxlens.exporter.worker.preload import library_modules
 
@@ -92,7 +93,8 @@ def run_child(pipeline: Any, job: dict[str, Any] | None, *, events_fd: int, outp
             write_frame(events_fd, {"type": "completed", "result": exported.result.to_dict()})
         if exported is not None:
             # After the result: the editor has its diagnostics while the report is written.
-            artifacts.write(exported)
+            previous = job.get("previous")
+            artifacts.write(exported, ExportedGraph.from_dict(previous) if isinstance(previous, dict) else None)
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding

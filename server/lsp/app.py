@@ -20,6 +20,7 @@ from .commands import Commands
 from .documents import Documents
 from .handlers import Command, Feature
 from .hover import Hover
+from .inlay_hints import InlayHints
 from .lifecycle import Lifecycle
 from .server import OnnxlensServer
 from .session import Session
@@ -33,7 +34,7 @@ def default_features(session: Session) -> list[Feature]:
     """onnxlens' features, made for one session."""
     triggers = Triggers(session)
     return [Lifecycle(session, triggers), Documents(session, triggers), Hover(session), CodeLens(session),
-            CodeActions(session), Commands(session), Stats(session)]
+            InlayHints(session), CodeActions(session), Commands(session), Stats(session)]
 
 
 def create_language_server(server_cls: type[Server] = OnnxlensServer,

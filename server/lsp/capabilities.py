@@ -29,6 +29,7 @@ class ClientFeatures:
     apply_edit: bool = False  # workspace.applyEdit: the server may ask the client to apply a WorkspaceEdit
     work_done_progress: bool = False  # window.workDoneProgress
     code_lens_refresh: bool = False  # workspace.codeLens.refreshSupport
+    inlay_hint_refresh: bool = False  # workspace.inlayHint.refreshSupport
     configuration: bool = False  # workspace.configuration: settings can be pulled
     export_status: bool = False  # experimental.onnxlens.exportStatus: wants onnxlens/exportStatus
 
@@ -47,6 +48,7 @@ class ClientFeatures:
             apply_edit=bool(workspace and workspace.apply_edit),
             work_done_progress=bool(window and window.work_done_progress),
             code_lens_refresh=bool(workspace and workspace.code_lens and workspace.code_lens.refresh_support),
+            inlay_hint_refresh=bool(workspace and workspace.inlay_hint and workspace.inlay_hint.refresh_support),
             configuration=bool(workspace and workspace.configuration),
             export_status=_experimental(capabilities.experimental).get(EXPORT_STATUS_CAPABILITY) is True,
         )

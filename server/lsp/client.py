@@ -1,5 +1,5 @@
 """The editor as the features talk to it: what the server sends (logs, messages, diagnostics,
-progress, lens refreshes, documents to show, export status) and asks (settings).
+progress, lens and inlay hint refreshes, documents to show, export status) and asks (settings).
 
 The one module that knows pygls' sending API, and the one holder of `ClientFeatures`: every
 "can the client do X" is answered from what `initialize` resolved, and a message the client did
@@ -74,9 +74,11 @@ class Client:
 
     def refresh_code_lens(self) -> None:
         if self.features.code_lens_refresh:
-            # Fire and forget; a client that fails the request just keeps its old lenses.
-            self._server.workspace_code_lens_refresh(None).add_done_callback(
-                lambda future: future.cancelled() or future.exception())
+            self._server.workspace_code_lens_refresh(None).add_done_callback(_ignore_outcome)
+
+    def refresh_inlay_hints(self) -> None:
+        if self.features.inlay_hint_refresh:
+            self._server.workspace_inlay_hint_refresh(None).add_done_callback(_ignore_outcome)
 
     def export_status(self, status: ExportStatus) -> None:
         """`onnxlens/exportStatus`, params `ExportStatus.to_dict()`: the dataclass's field names as
@@ -116,3 +118,9 @@ class Client:
         [value] = await self._server.workspace_configuration_async(lsp.ConfigurationParams(
             items=[lsp.ConfigurationItem(section=section)]))
         return value
+
+
+def _ignore_outcome(future: Any) -> None:
+    """Refreshes are fire and forget: a client that fails one keeps what it shows."""
+    if not future.cancelled():
+        future.exception()

@@ -1,12 +1,16 @@
-"""Code lens on each target's model definition: status, time, nodes, verification; click to
-re-export, a second lens opens the report."""
+"""Code lenses: on each target's model definition, status, time, nodes, verification (click to
+re-export; a second lens opens the report); on each line whose nodes changed in the last export,
+what changed since the export before it (click: the report's "Change since the last export");
+on each line whose share of inference reaches the `costLensThreshold` setting, when the last
+export was profiled, what it costs (click: the report's "Cost per line"). Lines are placed
+through the edits since the export (exported_text.py): an edited line has none."""
 
 from __future__ import annotations
 
 from lsprotocol import types as lsp
 
 from .handlers import Feature, handles
-from .project import TargetState
+from .project import TargetState, norm
 from .uris import path_of
 
 
@@ -29,7 +33,43 @@ class CodeLens(Feature):
                     lenses.append(lsp.CodeLens(range=where, command=lsp.Command(
                         title="Open export report", command="onnxlens.openReport",
                         arguments=[state.result.report])))
+            for name, state in project.targets.items():
+                lenses += self._change_lenses(project.key, name, state, path)
+                lenses += self._cost_lenses(project.key, name, state, path)
         return lenses
+
+    def _cost_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:
+        """`18 % of inference (2.41 ms), 3 MatMul` on each line of `path` whose share of the
+        profiled run reaches the threshold."""
+        cost = state.result.cost if state.result is not None else None
+        if cost is None:
+            return []
+        threshold = self.session.settings.cost_lens_threshold / 100
+        lenses = (self._report_lens((config, name), path, line_cost.line, f"onnxlens: {name} {line_cost.describe()}",
+                                    state.result.report or name)
+                  for line_cost in cost.lines if line_cost.share >= threshold and norm(line_cost.file) == path)
+        return [lens for lens in lenses if lens is not None]
+
+    def _change_lenses(self, config: str, name: str, state: TargetState, path: str) -> list[lsp.CodeLens]:
+        """`+1 node (LayerNormalization) since the last export` on each line of `path` whose
+        nodes the last export changed."""
+        if state.change is None or state.result is None:
+            return []
+        lenses = (self._report_lens((config, name), path, change.line,
+                                    f"onnxlens: {name} {change.describe()} since the last export",
+                                    state.result.report or name)
+                  for change in state.change.lines if not change.gone and norm(change.file) == path)
+        return [lens for lens in lenses if lens is not None]
+
+    def _report_lens(self, owner: tuple[str, str], path: str, line: int, title: str, report: str) -> lsp.CodeLens | None:
+        """A lens that opens the report, on `line` of the text the export saw where it is in the
+        buffer now; None when it was edited since."""
+        now = self.session.exported_text.now(owner, path, line)
+        if now is None:
+            return None
+        position = lsp.Position(line=now - 1, character=0)
+        return lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
+            title=title, command="onnxlens.openReport", arguments=[report]))
 
 
 def status_title(name: str, state: TargetState, busy: bool) -> str:

@@ -82,3 +82,9 @@ class Documents(Feature):
             session.log(logging.INFO, "onnxlens: `jobs` takes effect at the next worker restart (onnxlens.restartWorker)")
         if after.verify != before.verify:
             session.export_everything(reason="verify setting changed")
+        elif after.profile != before.profile:
+            session.export_everything(reason="profile setting changed")
+        if after.inlay_hints != before.inlay_hints:
+            session.client.refresh_inlay_hints()
+        if after.cost_lens_threshold != before.cost_lens_threshold:
+            session.client.refresh_code_lens()

@@ -1,4 +1,5 @@
-"""Hover on a source line that produced graph nodes: the ONNX ops it became, shapes, modules."""
+"""Hover on a source line that produced graph nodes: the ONNX ops it became, shapes, modules
+(the line of the last export's text it is, through the edits since: exported_text.py)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ class Hover(Feature):
         sections = []
         for project in session.projects.values():
             for name, state in project.targets.items():
-                if state.result is None:
+                # The buffer's line, as the export saw it: none if edited since (exported_text.py).
+                exported = session.exported_text.then((project.key, name), path, line)
+                if state.result is None or exported is None:
                     continue
-                infos = [i for i in state.result.lines if i.line == line and norm(i.file) == path]
+                infos = [i for i in state.result.lines if i.line == exported and norm(i.file) == path]
                 if infos:
                     sections.append(render(name, merge(infos), stale=state.running))
         if not sections:

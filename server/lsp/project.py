@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import STAGES, ExportResult, Finding, FindingsEvent, Location, TargetSpec
+from onnxlens.exporter.graph_change import graph_change
+from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
+                                     TargetSpec)
 from onnxlens.server.config import Workspace, load_workspace
 
 # Directories whose changes never concern an export: VCS data, virtual environments, caches.
@@ -38,6 +40,10 @@ class TargetState:
     # What the running export reported before its result, per stage (the latest event of each):
     # shown with the last result's findings until its own result replaces them all.
     reported: dict[str, FindingsEvent] = field(default_factory=dict)
+    # The last export's graph that had one (a failed export keeps the one before it): the next
+    # result is compared with it, and the next job's report too.
+    graph: ExportedGraph | None = None
+    change: GraphChange | None = None  # what the last result's graph changed; None: nothing to compare
 
     @property
     def spec_files(self) -> set[str]:
@@ -52,6 +58,9 @@ class TargetState:
         A failed export may have stopped importing early (a syntax error in the model file), so
         its closure is partial: keep what earlier results learned too, or a fix in a file the
         failed run never reached would not re-export.
+
+        A saved export is recorded twice, shown before its verification and completed after it
+        (the same `export_id`): its graph's change is the one against the export before it.
         """
         learned = {norm(p) for p in (*result.closure, *result.absent)}
         learned |= {norm(f.location.file) for f in result.findings if f.location}
@@ -59,8 +68,16 @@ class TargetState:
             self.closure = learned | self.spec_files
         else:
             self.closure |= learned | self.spec_files
+        completes_shown = (self.result is not None and bool(result.export_id)
+                           and self.result.export_id == result.export_id)
         self.result = result
         self.reported.clear()  # the result has the final word on every reported finding
+        if completes_shown:
+            return
+        exported = ExportedGraph.of(result)
+        self.change = graph_change(self.graph, exported) if exported is not None and self.graph is not None else None
+        if exported is not None:
+            self.graph = exported
 
     def report(self, event: FindingsEvent) -> None:
         """Findings the running export sent ahead of its result; they replace its earlier event
@@ -83,9 +100,16 @@ class TargetState:
         early = [(finding, event) for event in self.reported.values() for finding in event.findings]
         replaced = {_place(finding) for finding, _ in early}
         settled = _settled_stages(self.reported.values())
-        final = self.result.findings if self.result else []
+        final = (self.result.findings if self.result else []) + self.change_findings()
         return [finding for finding in final
                 if _place(finding) not in replaced and finding.stage not in settled], early
+
+    def change_findings(self) -> list[Finding]:
+        """The last result's changes of the graph the user may not have meant, as `graph-change`
+        notes on the lines responsible (the model's definition when no line is known)."""
+        notices = self.change.notices if self.change is not None else []
+        return [Finding(code="graph-change", message=notice.message, stage="save", location=notice.location)
+                for notice in notices]
 
     def model_definition(self) -> Location | None:
         """Where the model callable is defined: from the last result, else by reading its file."""
@@ -151,6 +175,7 @@ class Project:
             state = TargetState(spec=spec)
             if old is not None:  # keep what we know until the re-export replaces it
                 state.result, state.closure, state.reported = old.result, set(old.closure), old.reported
+                state.graph, state.change = old.graph, old.change
             state.closure |= state.spec_files
             states[spec.name] = state
             changed.append(spec.name)

@@ -175,11 +175,12 @@ class ExportScheduler:
 
     def show_cached(self, project: Project, target: str, result: ExportResult) -> None:
         """Use a result the service already had: no job, no progress."""
-        if target not in project.targets:
+        state = project.targets.get(target)
+        if state is None:
             return
         self.stats.count(target, "cached")
         self._on_result(project, target, result, None)
-        self._on_status(ExportStatus.of_result(result))
+        self._on_status(ExportStatus.of_result(result, state.change))
 
     def _fire(self, project: Project, target: str) -> None:
         key = (project.key, target)
@@ -226,8 +227,8 @@ class ExportScheduler:
             if not running:
                 return
             saved, saved_seconds = result, time.perf_counter() - started
-            self._on_result(project, spec.name, result, reason)
-            self._on_status(ExportStatus.of_result(result, verifying=True))
+            self._on_result(project, spec.name, result, reason)  # records it: state.change is its change
+            self._on_status(ExportStatus.of_result(result, state.change, verifying=True))
 
         def on_event(event: ProgressEvent) -> None:
             nonlocal first_findings
@@ -245,12 +246,12 @@ class ExportScheduler:
 
         try:
             result = await self._service.export(spec, on_event, use_cache=False if force else None,
-                                                on_saved=on_saved)
+                                                previous=state.graph, on_saved=on_saved)
         except asyncio.CancelledError:
             running = False
             self.stats.count(spec.name, "cancelled")
             if saved is not None:  # the export is saved and shown; only its verification stops
-                shown = ExportStatus.of_result(saved)
+                shown = ExportStatus.of_result(saved, state.change)
                 self._on_status(shown)
                 progress.end(f"{shown.summary} (not verified: cancelled)")
                 raise
@@ -284,6 +285,6 @@ class ExportScheduler:
             "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get((project.key, target), started),
             "debounce_seconds": self._settings().debounce_ms / 1000,
         }
-        status = ExportStatus.of_result(result)
+        status = ExportStatus.of_result(result, state.change)  # on_result compared the graphs
         self._on_status(status)
         progress.end(status.summary)

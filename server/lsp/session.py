@@ -24,10 +24,12 @@ from onnxlens.server.offload import Offload
 
 from .client import Client
 from .diagnostics import Diagnostics, SourceLines
+from .exported_text import ExportedText
 from .project import Project, norm
 from .scheduler import ExportScheduler
 from .service import ServiceSlot
 from .settings import Settings, parse_settings
+from .uris import uri_of
 from .watcher import DiskWatcher
 
 
@@ -38,6 +40,7 @@ class Session:
         self.projects: dict[str, Project] = {}  # config file -> project
         self.lines = SourceLines()
         self.diagnostics = Diagnostics(client, self.lines)
+        self.exported_text = ExportedText(_read_text, self.current_lines)
         self.service = ServiceSlot()
         self._adapter_report: asyncio.Task | None = None  # logs the worker's torch adapter once warm
         self.scheduler = ExportScheduler(settings=lambda: self.settings, service=self.service,
@@ -115,10 +118,15 @@ class Session:
 
     def remove_project(self, project: Project) -> None:
         for name in project.targets:
-            self.scheduler.cancel(project, name)
-            self.diagnostics.clear_target(project, name)
+            self.forget_target(project, name)
         self.diagnostics.clear_config(project)
         self.projects.pop(project.key, None)
+
+    def forget_target(self, project: Project, name: str) -> None:
+        """A target that went (its config, or its entry in it): its job, diagnostics and line data."""
+        self.scheduler.cancel(project, name)
+        self.diagnostics.clear_target(project, name)
+        self.exported_text.forget((project.key, name))
 
     def export_everything(self, *, reason: str) -> None:
         for project in list(self.projects.values()):
@@ -211,8 +219,9 @@ class Session:
         if state is None:
             return
         state.record(result)
+        self.exported_text.remember((project.key, target), result)
         self.diagnostics.publish_target(project, target)
-        summary = ExportStatus.of_result(result).summary
+        summary = ExportStatus.of_result(result, state.change).summary
         self.log(logging.INFO, f"{summary} [{reason}]" if reason else summary)
 
     def _export_reported(self, project: Project, target: str, event: FindingsEvent | None) -> None:
@@ -232,4 +241,21 @@ class Session:
             self.log(logging.INFO, f"{status.target}: export cancelled")
         elif status.stage is None:  # an export began or ended: the lenses say so
             self.client.refresh_code_lens()
+        if status.state in ("ok", "failed"):  # a result: its lines' hints
+            self.client.refresh_inlay_hints()
         self.client.export_status(status)
+
+    def current_lines(self, path: str) -> list[str] | None:
+        """A file's text as the editor has it: the open buffer's (unsaved edits included), else
+        the disk's."""
+        text = self.client.document_text(uri_of(path))
+        if text is None:
+            text = _read_text(path)
+        return text.splitlines() if text is not None else None
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None

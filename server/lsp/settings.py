@@ -2,8 +2,9 @@
 workspace/didChangeConfiguration.
 
 Settings are the user's editor preferences; the project's own choices (targets, verify, timeout)
-live in the config file. `verify` here overrides the config when set, so a user can switch the
-slow onnxruntime comparison off while editing without touching the repository.
+live in the config file. `verify` and `profile` here override the config when set, so a user
+can switch the slow onnxruntime comparison off, or its profiler on, while editing without
+touching the repository.
 """
 
 from __future__ import annotations
@@ -25,14 +26,19 @@ class Settings:
     jobs: int = 1  # jobs: export jobs at once (takes effect when the worker (re)starts)
     log_level: str = "info"  # logLevel: error | warning | info | debug (window/logMessage)
     debounce_ms: int = 200  # debounceMs: quiet time after the last trigger before exporting
+    inlay_hints: bool = True  # inlayHints: what each line produced (shapes, dtypes), after each export
+    profile: bool | None = None  # profile: onnxruntime's profiler on the verification run; None = as the config says
+    cost_lens_threshold: float = 5.0  # costLensThreshold: a line's share of inference (%) from which it gets a cost lens
 
     @property
     def logging_level(self) -> int:
         return LOG_LEVELS[self.log_level]
 
     def applied_to(self, spec: TargetSpec) -> TargetSpec:
-        """The target as configured, with this editor's `verify` applied when it is set."""
-        return spec if self.verify is None else dataclasses.replace(spec, verify=self.verify)
+        """The target as configured, with this editor's `verify` and `profile` applied where set."""
+        overrides = {name: value for name, value in (("verify", self.verify), ("profile", self.profile))
+                     if value is not None}
+        return dataclasses.replace(spec, **overrides) if overrides else spec
 
     def describe(self) -> str:
         """The settings under their wire names, for the log."""
@@ -48,6 +54,11 @@ _FIELDS: dict[str, tuple[str, Any, str]] = {
     "logLevel": ("log_level", lambda v: v in LOG_LEVELS, " | ".join(LOG_LEVELS)),
     "debounceMs": ("debounce_ms", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10_000,
                    "an integer 0-10000"),
+    "inlayHints": ("inlay_hints", lambda v: isinstance(v, bool), "true or false"),
+    "profile": ("profile", lambda v: v is None or isinstance(v, bool), "true, false or null"),
+    "costLensThreshold": ("cost_lens_threshold",
+                          lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100,
+                          "a number of percent, 0-100"),
 }
 
 

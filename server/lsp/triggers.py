@@ -170,8 +170,7 @@ class Triggers:
         changed, removed = project.load()
         session.diagnostics.publish_config(project)
         for name in removed:
-            session.scheduler.cancel(project, name)
-            session.diagnostics.clear_target(project, name)
+            session.forget_target(project, name)
         for name, state in project.targets.items():
             # A finding about a reference is shown on its value in the config: where that is now.
             if name not in changed and state.result and any(f.reference for f in state.result.findings):
@@ -180,6 +179,8 @@ class Triggers:
             for name in changed:
                 session.scheduler.request(project, name, "configuration changed", automatic=True)
         session.client.refresh_code_lens()
+        if removed:
+            session.client.refresh_inlay_hints()
 
     def _maybe_new_config(self, path: str) -> None:
         """A config file appeared, or a pyproject.toml gained [tool.onnxlens], in a workspace

@@ -225,6 +225,26 @@ def test_target_option_selects_one_target(examples_workspace):
     assert "spectral" not in process.stdout + process.stderr and "encoder" not in process.stderr
 
 
+def test_a_profiled_target_says_what_each_line_costs_in_the_json(tmp_path_factory):
+    """`profile = true`: the example MLP's one line that computes (its forward's return) has all
+    of onnxruntime's kernel time, and the profile onnxruntime wrote is named, workspace-relative."""
+    workspace = copy_examples(tmp_path_factory.mktemp("profiled"))
+    config = workspace / "pyproject.toml"
+    config.write_text(config.read_text().replace("verify = true\n", "verify = true\nprofile = true\n", 1))
+    process = check(str(workspace), "--target", "mlp", "--format", "json")
+    assert process.returncode == 0, process.stdout + process.stderr
+    (target,) = json.loads(process.stdout)["targets"]
+    cost = target["cost"]
+    mlp = workspace / "models" / "mlp.py"
+    [line] = cost["lines"]
+    assert (line["file"], line["line"]) == ("models/mlp.py", line_of(mlp, "return self.net(x)"))
+    assert line["share"] == 1.0 and line["microseconds"] == cost["total_us"] > 0 and cost["other_us"] == 0
+    events = json.loads((workspace / cost["profile"]).read_text())
+    kernels = [e for e in events if e.get("cat") == "Node" and e["name"].endswith("_kernel_time")]
+    assert sum(e["dur"] for e in kernels) == cost["total_us"] and len(kernels) == cost["kernel_count"]
+    assert sum(line["kernels"].values()) == len(kernels)
+
+
 def test_unknown_target_exits_2_listing_the_targets(tmp_path_factory):
     workspace = copy_examples(tmp_path_factory.mktemp("unknown"))
     process = check(str(workspace), "--target", "mpl")

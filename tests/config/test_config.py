@@ -191,6 +191,7 @@ def test_unknown_key_in_a_target_excludes_only_that_target(tmp_path):
     ("opset = 20.5", "20.5", "`opset` must be a positive integer"),
     ("memory-limit = true", "true", "`memory-limit` must be a positive integer (megabytes), not a boolean"),
     ('source-paths = "strip"', '"strip"', '`source-paths` must be "absolute" or "relative" or "none", not'),
+    ("profile = 1", "1", "`profile` must be true or false, not an integer"),
     ('input-names = "x"', '"x"', "`input-names` must be an array of non-empty strings, not a string"),
     ('extra-decompositions = ["index_reduce"]', '["index_reduce"]',
      '`extra-decompositions`: "index_reduce" is not an op name: write namespace.op or namespace.op.overload'),
@@ -226,6 +227,20 @@ def test_source_paths_is_a_global_default_and_a_target_setting(tmp_path):
     workspace = load_workspace(path)
     assert workspace.findings == []
     assert {t.name: t.source_paths for t in workspace.targets} == {"net": "relative", "stripped": "none"}
+
+
+def test_profile_is_off_unless_the_config_turns_it_on_globally_or_per_target(tmp_path):
+    path = write_workspace(tmp_path, VALID_TARGET + '''
+    [[tool.onnxlens.target]]
+    name = "profiled"
+    model = "models/net.py:build"
+    inputs = "models/net.py:inputs"
+    profile = true
+    ''')
+    assert {t.name: t.profile for t in load_workspace(path).targets} == {"net": False, "profiled": True}
+    path.write_text(path.read_text().replace("[[tool.onnxlens.target]]", "[tool.onnxlens]\nprofile = true\n\n"
+                                             "[[tool.onnxlens.target]]", 1))
+    assert all(t.profile for t in load_workspace(path).targets)
 
 
 def test_verification_settings_are_global_defaults_and_target_settings(tmp_path):

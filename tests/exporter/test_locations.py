@@ -85,6 +85,10 @@ def test_torch_the_onnx_stack_python_and_onnxlens_are_internal_other_libraries_a
     assert classify(str(root / "model.py"), workspace) is Origin.USER
     vendored_torch = root / ".venv" / "lib" / "python3.11" / "site-packages" / "torch" / "x.py"
     assert classify(str(vendored_torch), workspace) is Origin.INTERNAL
+    # torch names the frames of nodes its passes insert relative to its package (the runtime
+    # asserts' sizes: "torch/fx/passes/runtime_assert.py"): torch's, though the process runs in
+    # the workspace, where that relative path would resolve.
+    assert classify("torch/fx/passes/runtime_assert.py", workspace) is Origin.INTERNAL
 
 
 def test_without_a_workspace_files_outside_installed_packages_are_the_users(root):

@@ -142,6 +142,9 @@ def test_corrupted_layer_is_found_by_module_path_on_the_shared_line(deep_program
     assert text[finding.location.column - 1:finding.location.end_column - 1] == "self.ff(self.norm(x))"
     assert f"`layers.{layer}.ff.0`" in finding.message
     assert "aten.linear.default" in finding.message
+    # The changed bias is read by that Linear's own ONNX node: alone, on torch's inputs, it is off.
+    assert summary.first_mismatch.verdict.kind == "op", summary.first_mismatch.verdict
+    assert "this op's translation differs from torch" in finding.message
     assert finding.source_line.strip() == "return x + self.ff(self.norm(x))  # block-ff"
     # The rest of the chain: the loop in Deep.forward; torch's own frames (Linear.forward in
     # torch/nn/modules/linear.py) are left out.
@@ -162,6 +165,14 @@ def test_wrong_custom_translation_is_found_at_the_first_gelu(quick_gelu_program)
     (finding,) = findings
     assert finding.location.line == line_of("block-ff")
     assert "`layers.0.ff.1` (GELU)" in finding.message
+    # Run alone on torch's own inputs (the first Linear's output, computed alike), quick_gelu's
+    # nodes still differ from torch's GELU, far past float rounding: the op (verdict.py).
+    verdict = first.verdict
+    assert verdict.kind == "op" and verdict.onnx_nodes[-1] == "Mul", verdict
+    assert verdict.alone_max_abs_diff == pytest.approx(first.max_abs_diff, rel=0.5)
+    assert verdict.onnx_float64_diff > 100 * verdict.torch_float64_diff
+    assert verdict.inputs_max_abs_diff < 1e-4 < verdict.alone_max_abs_diff
+    assert "this op's translation differs from torch" in finding.message
 
 
 def test_tolerance_decides(quick_gelu_program):

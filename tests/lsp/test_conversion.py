@@ -101,6 +101,21 @@ def test_settings_from_either_shape_and_bad_values_keep_the_previous_value():
     assert parse_settings(["x"])[1]
 
 
+def test_the_profile_setting_overrides_the_configs_and_the_cost_lens_threshold_is_a_percentage():
+    from onnxlens.exporter.types import TargetSpec
+
+    spec = TargetSpec(name="t", root="/w", model="m.py:M", inputs="m.py:i", output="/w/t.onnx", report="/w/t.md",
+                      verify=False, profile=True)
+    assert Settings().applied_to(spec) == spec  # null: as the config says
+    settings, problems = parse_settings({"profile": False, "costLensThreshold": 12.5})
+    assert problems == [] and settings.cost_lens_threshold == 12.5
+    assert (settings.applied_to(spec).profile, settings.applied_to(spec).verify) == (False, False)
+    both, _ = parse_settings({"verify": True, "profile": True})
+    assert (both.applied_to(spec).verify, both.applied_to(spec).profile) == (True, True)
+    kept, problems = parse_settings({"costLensThreshold": 101, "profile": "on"}, settings)
+    assert (kept.cost_lens_threshold, kept.profile) == (12.5, False) and len(problems) == 2
+
+
 def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
     # Unit level: the example models produce no fix; capture.py suggests torch._check insertions
     # for data-dependent guards, which this converts.

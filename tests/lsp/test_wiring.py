@@ -50,7 +50,7 @@ def _imports(module: str) -> set[str]:
 
 def test_features_import_neither_the_server_nor_each_other():
     features = _feature_modules()
-    assert len(features) == 7, features
+    assert len(features) == 8, features
     for module in features:
         reached = _imports(module)
         assert not reached & {"onnxlens.server.lsp.server", "onnxlens.server.lsp.app"}, module
@@ -60,7 +60,8 @@ def test_features_import_neither_the_server_nor_each_other():
 def test_every_handler_is_registered_and_none_asks_for_the_server():
     server = create_language_server()
     features, commands = server.protocol.fm.features, server.protocol.fm.commands
-    assert {lsp.INITIALIZE, lsp.TEXT_DOCUMENT_DID_SAVE, lsp.TEXT_DOCUMENT_HOVER, "onnxlens/stats"} <= set(features)
+    assert {lsp.INITIALIZE, lsp.TEXT_DOCUMENT_DID_SAVE, lsp.TEXT_DOCUMENT_HOVER, lsp.TEXT_DOCUMENT_INLAY_HINT,
+            "onnxlens/stats"} <= set(features)
     assert set(commands) == {"onnxlens.export", "onnxlens.exportAll", "onnxlens.openReport",
                              "onnxlens.showExportedProgram", "onnxlens.restartWorker",
                              "onnxlens.openTranslation"}
@@ -87,6 +88,9 @@ def test_client_capabilities_are_resolved_into_one_value():
                                     create_files=True, apply_edit=True)
     neovim_07 = ClientFeatures.of(client_capabilities("neovim@v0.7.0"))
     assert not (neovim_07.show_document or neovim_07.code_description or neovim_07.code_lens_refresh)
+    # Inlay hints came with LSP 3.17: the recorded VS Code 1.65 has none, Neovim 0.10+ refreshes them.
+    assert not vscode.inlay_hint_refresh and not neovim_07.inlay_hint_refresh
+    assert ClientFeatures.of(client_capabilities("neovim")).inlay_hint_refresh
     # Neovim (its recorded capabilities) announces resource operations but not documentChanges,
     # which carry them: no fixes that create files.
     assert not ClientFeatures.of(client_capabilities("neovim")).create_files

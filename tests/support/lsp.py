@@ -4,8 +4,9 @@ stdio, started in a real workspace, exporting with real torch. Nothing here is m
 * `SERVER_COMMAND`: the one way the tests and benchmarks start the server.
 * `Client`: pytest-lsp's client (pygls) announcing an editor's recorded capabilities. It also
   records every publishDiagnostics and $/progress in arrival order with its arrival time (to
-  prove what came first, or that a stale result was never shown), counts code lens refreshes,
-  edits files as an editor does (write the file, didChange if open, didSave), and waits on
+  prove what came first, or that a stale result was never shown), counts code lens and inlay
+  hint refreshes, edits files as an editor does (write the file, didChange if open, didSave;
+  or unsaved edits: didChange only), and waits on
   state: diagnostics of a file, exports finished (`onnxlens/stats`), the server idle, the end of
   a progress. Every wait has an explicit timeout, fails with what it saw, and fails at once if
   the server died.
@@ -106,6 +107,7 @@ class Client(LanguageClient):
         super().__init__(converter_factory=_converter)
         self.events: list[Event] = []
         self.lens_refreshes = 0
+        self.hint_refreshes = 0
         self.versions: dict[Path, int] = {}  # open documents
         self.folders: tuple[Path, ...] = ()
         self.editor: str | None = None
@@ -114,6 +116,7 @@ class Client(LanguageClient):
         for method in (lsp.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, lsp.PROGRESS):
             features[method] = _recording(method, DEFAULT_CLIENT_FEATURES[method])
         features[lsp.WORKSPACE_CODE_LENS_REFRESH] = _count_lens_refresh
+        features[lsp.WORKSPACE_INLAY_HINT_REFRESH] = _count_hint_refresh
         features[EXPORT_STATUS] = _record_status
         register_lsp_features(self, features)
 
@@ -189,6 +192,15 @@ class Client(LanguageClient):
         self.text_document_did_open(lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
             uri=uri(path), language_id=language(path), version=1,
             text=path.read_bytes().decode("utf-8", errors="replace"))))
+
+    def type(self, path: Path, text: str) -> None:
+        """Edits in the editor, not saved: didChange with the buffer's new text (the file on disk
+        stays as it was)."""
+        path = path.resolve()
+        self.versions[path] += 1
+        self.text_document_did_change(lsp.DidChangeTextDocumentParams(
+            text_document=lsp.VersionedTextDocumentIdentifier(uri=uri(path), version=self.versions[path]),
+            content_changes=[lsp.TextDocumentContentChangeWholeDocument(text=text)]))
 
     def save(self, path: Path, text: str | bytes | None = None) -> None:
         """What an editor does on Ctrl+S: the file is written, then didChange (if it is open)
@@ -344,6 +356,10 @@ def _record_status(client: Client, params: Any) -> None:
 
 def _count_lens_refresh(client: Client, params: None) -> None:
     client.lens_refreshes += 1
+
+
+def _count_hint_refresh(client: Client, params: None) -> None:
+    client.hint_refreshes += 1
 
 
 class RawServer:

@@ -7,9 +7,8 @@
 // workspace has N PyTorch models ...") as a notification, answered with `offer.answer`; after
 // "Not now", the cursor put on the model's `class` line, Ctrl+. and the action "Add <Name> as an
 // ONNX export target" clicked; then the wait for the status entry of the export and the .onnx file.
-// The helpers are those of drive_vscode.cjs (that script runs its own three-window scenario when
-// loaded, so they are repeated here rather than required). Every wait is on state, bounded so a
-// hang ends; the script never decides pass or fail.
+// The helpers are vscode_ui.cjs'. Every wait is on state, bounded so a hang ends; the script never
+// decides pass or fail.
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
@@ -17,7 +16,9 @@ const path = require("node:path");
 const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
 const resultPath = process.argv[3];
 const { chromium } = require(config.playwright);
-const { LONG, bell, notificationCenter, clickAt, openFile, waitForStatusItem, findNotification } = require("./vscode_ui.cjs");
+const {
+  LONG, launchBrowser, stepper, openWindow, bell, notificationCenter, clickAt, waitForStatusItem, findNotification,
+} = require("./vscode_ui.cjs");
 const result = { steps: {}, errors: [] };
 const t0 = Date.now();
 const log = (message) => process.stderr.write(`[drive-targets ${((Date.now() - t0) / 1000).toFixed(1)}s] ${message}\n`);
@@ -59,34 +60,11 @@ async function actionsOnLine(page, line) {
   return page.$$eval(".action-widget .monaco-list-row", (rows) => rows.map((row) => row.textContent.trim()));
 }
 
-async function step(name, page, body) {
-  try {
-    result.steps[name] = await body();
-    log(`${name}: done`);
-  } catch (error) {
-    result.errors.push({ step: name, error: String(error && error.message ? error.message.split("\n")[0] : error) });
-    log(`${name}: FAILED ${error}`);
-    result.steps[name] = { failed: true };
-  }
-  try {
-    result.steps[name].observed = await observe(page);
-    await page.screenshot({ path: path.join(config.artifacts, `targets-${name}.png`) });
-  } catch (error) {
-    result.errors.push({ step: `${name} (observe)`, error: String(error) });
-  }
-}
-
 async function main() {
-  const browser = await chromium.launch({
-    executablePath: config.chromium,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-      "--disable-component-update", "--disable-sync"],
-  });
+  const browser = await launchBrowser(chromium, config.chromium);
+  const step = stepper({ result, observe, artifacts: config.artifacts, prefix: "targets-", log });
   try {
-    const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
-    await page.goto(config.url, { timeout: LONG });
-    await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
-    await openFile(page, config.file);
+    const page = await openWindow(browser, config.url, config.file);
 
     // The server, started for a workspace without a config because its Python imports torch,
     // asks whether to add targets: "Add targets" adds them; "Not now" leaves the workspace as it

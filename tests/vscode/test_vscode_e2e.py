@@ -170,7 +170,9 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
 
     # "Write an ONNX translation for prims.zeta" on zeta's problem: the module is created beside the
     # model, registered in pyproject.toml, opened on the stub's body; the re-export no longer
-    # lacks a translation for zeta: it runs the stub, whose unfinished body is reported.
+    # lacks a translation for zeta: it runs the stub, whose unfinished body is reported (every
+    # node whose translation fails is reported beside the ops without one: eigvals stays, until
+    # the fix below).
     translation = steps["translationFix"]
     assert not translation.get("failed"), f"{translation.get('actions')}\n{translation['observed']['statusItems']}\n{why}"
     assert "Write an ONNX translation for prims.zeta" in " ".join(translation["actions"]), translation["actions"]
@@ -185,6 +187,7 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     after = [row["text"] for row in translation["observed"]["rows"]]
     assert any("zeta" in row and "NotImplementedError" in row for row in after), after
     assert not any("no ONNX translation for prims.zeta" in row for row in after), after
+    assert any("linalg_eig" in row for row in after), after
 
     # The fix, typed and saved in the editor, clears the problems.
     assert FIX in spectral.read_text().splitlines(), spectral.read_text()
@@ -215,8 +218,10 @@ def test_vscode_shows_onnxlens_problems_report_and_fix(tmp_path, vsix):
     pushed = [json.loads(params) for params in re.findall(
         r"Sending notification 'workspace/didChangeConfiguration'\.\nParams: (\{.*?\n\})", trace, re.S)]
     assert {"settings": {"onnxlens": {"exportOnSave": True, "verify": None, "jobs": 2, "debounceMs": 200,
+                                      "inlayHints": True, "profile": None, "costLensThreshold": 5,
                                       "logLevel": "debug"}}} in pushed, trace[-4000:]
     initialize = re.search(r"Sending request 'initialize - \(0\)'\.\nParams: (\{.*?\n\})", trace, re.S)
     assert initialize, trace[:4000]
     assert json.loads(initialize.group(1))["initializationOptions"] == {
-        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "logLevel": "debug"}
+        "exportOnSave": True, "verify": None, "jobs": 1, "debounceMs": 200, "inlayHints": True, "profile": None,
+        "costLensThreshold": 5, "logLevel": "debug"}

@@ -26,6 +26,7 @@ PLAYWRIGHT = TOOLS / "node_modules" / "playwright-core"
 CHROMIUM = Path("/usr/bin/chromium")
 DRIVER = Path(__file__).with_name("drive_vscode.cjs")
 TARGETS_DRIVER = Path(__file__).with_name("drive_vscode_targets.cjs")
+HINTS_DRIVER = Path(__file__).with_name("drive_vscode_hints.cjs")
 
 
 def missing_tools() -> list[str]:

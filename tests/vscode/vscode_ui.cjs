@@ -1,11 +1,45 @@
-// What both VS Code drivers (drive_vscode.cjs, drive_vscode_targets.cjs) do with the page:
-// open a file, click, wait for a status bar entry, find a notification as a toast or in the
-// notification center. Waits are on state, with generous bounds that are not the assertions.
+// What the VS Code drivers (drive_vscode.cjs, drive_vscode_targets.cjs, drive_vscode_hints.cjs)
+// do with the browser and the page: start Chromium, run a step and record it, open a file, click,
+// wait for a status bar entry, find a notification as a toast or in the notification center.
+// Waits are on state, with generous bounds that are not the assertions.
 "use strict";
 
 const path = require("path");
 
 const LONG = 120_000;
+
+/** Headless Chromium as the drivers run it (`config.chromium`: Debian's). */
+async function launchBrowser(chromium, executablePath) {
+  return chromium.launch({
+    executablePath,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+}
+
+/**
+ * A driver's step runner: `step(name, page, body)` runs `body` and records what it returned in
+ * `result.steps[name]` (`{failed: true}` and the error's first line in `result.errors` if it threw),
+ * then what `observe(page)` sees and a screenshot `<prefix><name>.png` in `artifacts`.
+ */
+function stepper({ result, observe, artifacts, prefix, log }) {
+  return async function step(name, page, body) {
+    try {
+      result.steps[name] = (await body()) ?? {};
+      log(`${name}: done`);
+    } catch (error) {
+      result.errors.push({ step: name, error: String(error && error.message ? error.message.split("\n")[0] : error) });
+      log(`${name}: FAILED ${error}`);
+      result.steps[name] = { failed: true };
+    }
+    try {
+      result.steps[name].observed = await observe(page);
+      await page.screenshot({ path: path.join(artifacts, `${prefix}${name}.png`) });
+    } catch (error) {
+      result.errors.push({ step: `${name} (observe)`, error: String(error) });
+    }
+  };
+}
 const bell = (page) => page.locator('.statusbar-item[id="status.notifications"]').first();
 const notificationCenter = (page) => page.locator(".notifications-center.visible");
 
@@ -17,6 +51,15 @@ async function clickAt(page, locator) {
   await locator.waitFor({ state: "visible", timeout: LONG });
   const box = await locator.boundingBox();
   await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+}
+
+/** A window on `url` (code-server with a folder), its Explorer shown, `file` opened in the editor. */
+async function openWindow(browser, url, file) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 860 } });
+  await page.goto(url, { timeout: LONG });
+  await page.waitForSelector(".explorer-folders-view .monaco-list-row", { timeout: LONG });
+  await openFile(page, file);
+  return page;
 }
 
 /** Opens a workspace file with Quick Open (Ctrl+P), as a person would. */
@@ -80,4 +123,7 @@ async function findNotification(page, text, timeoutMs) {
   throw new Error(`no notification containing ${JSON.stringify(text)} within ${timeoutMs} ms`);
 }
 
-module.exports = { LONG, bell, notificationCenter, clickAt, openFile, waitForStatusItem, closeNotificationCenter, findNotification };
+module.exports = {
+  LONG, launchBrowser, stepper, openWindow, bell, notificationCenter, clickAt, openFile, waitForStatusItem,
+  closeNotificationCenter, findNotification,
+};

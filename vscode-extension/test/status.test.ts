@@ -24,7 +24,7 @@ const started: StatusEvent[] = [
 function status(target: string, state: ExportStatus["state"], fields: Partial<ExportStatus> = {}): StatusEvent {
   const wire: ExportStatus = {
     target, state, stage: null, seconds: null, node_count: null, problems: 0, warnings: 0, cached: false,
-    verified: null, summary: "", ...fields,
+    verified: null, summary: "", change: null, ...fields,
   };
   return { kind: "export", status: wire };
 }
@@ -64,6 +64,15 @@ test("a cached result and warnings are in the tooltip, not the text", () => {
   const rendering = renderStatus(run([...started, ok("mlp", 0.06, 6, { cached: true, warnings: 1 })]));
   assert.equal(rendering.text, "$(check) ONNX: mlp 0.06 s · 6 nodes");
   assert.match(rendering.tooltip, /mlp: ok \(0.06 s, 6 nodes, 1 warning, cached\)/);
+});
+
+test("the graph's change since the last export is in the tooltip, under its target", () => {
+  const change = "+3 nodes (Add, Mul, Sqrt), +0 B";
+  const rendering = renderStatus(run([...started, ok("mlp", 0.2, 9, { change })]));
+  assert.equal(rendering.text, "$(check) ONNX: mlp 0.20 s · 9 nodes");
+  assert.match(rendering.tooltip, /mlp: ok \(0.20 s, 9 nodes\)\n  since the last export: \+3 nodes \(Add, Mul, Sqrt\), \+0 B/);
+  // The first export has nothing to compare with: no line for it.
+  assert.doesNotMatch(renderStatus(run([...started, ok("mlp", 0.2, 9)])).tooltip, /since the last export/);
 });
 
 test("failed shows the problem count, and wins over targets that are ok", () => {
@@ -106,12 +115,14 @@ test("notifications are read by their fields; anything else is ignored", () => {
   };
   assert.deepEqual(exportStatusFromWire(wire), {
     target: "mlp", state: "ok", stage: null, seconds: 0.21, node_count: 42, problems: 0, warnings: 0, cached: false,
-    verified: true, summary: "mlp: exported in 0.21 s, 42 nodes",
+    verified: true, summary: "mlp: exported in 0.21 s, 42 nodes", change: null,
   });
   assert.deepEqual(exportStatusFromWire({ target: "x", state: "exporting", stage: "scan" }), {
     target: "x", state: "exporting", stage: "scan", seconds: null, node_count: null, problems: 0, warnings: 0,
-    cached: false, verified: null, summary: "",
+    cached: false, verified: null, summary: "", change: null,
   });
+  assert.equal(exportStatusFromWire({ ...wire, change: "+1 node (LayerNormalization), +0 B" })?.change,
+    "+1 node (LayerNormalization), +0 B");
   for (const bad of [null, "mlp: ok", [], { target: "x" }, { target: "", state: "ok" }, { target: "x", state: "done" }]) {
     assert.equal(exportStatusFromWire(bad), undefined, JSON.stringify(bad));
   }

@@ -17,6 +17,9 @@ export interface Settings {
   verify: boolean | null; // null: as the project's config says
   jobs: number;
   debounceMs: number;
+  inlayHints: boolean;
+  profile: boolean | null; // null: as the project's config says
+  costLensThreshold: number; // percent of inference
   logLevel: LogLevel;
 }
 
@@ -26,6 +29,9 @@ export const DEFAULTS: Settings = {
   verify: null,
   jobs: 1,
   debounceMs: 200,
+  inlayHints: true,
+  profile: null,
+  costLensThreshold: 5,
   logLevel: "info",
 };
 
@@ -36,6 +42,10 @@ export interface ConfigReader {
 
 function clampedInt(value: unknown, fallback: number, min: number, max: number): number {
   return typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, Math.floor(value))) : fallback;
+}
+
+function clampedNumber(value: unknown, fallback: number, min: number, max: number): number {
+  return typeof value === "number" && Number.isFinite(value) ? Math.min(max, Math.max(min, value)) : fallback;
 }
 
 function bool(value: unknown, fallback: boolean): boolean {
@@ -51,6 +61,9 @@ export function readSettings(config: ConfigReader): Settings {
     verify: typeof config.get("verify") === "boolean" ? (config.get("verify") as boolean) : null,
     jobs: clampedInt(config.get("jobs"), DEFAULTS.jobs, 1, 64), // the server's bounds
     debounceMs: clampedInt(config.get("debounceMs"), DEFAULTS.debounceMs, 0, 10_000),
+    inlayHints: bool(config.get("inlayHints"), DEFAULTS.inlayHints),
+    profile: typeof config.get("profile") === "boolean" ? (config.get("profile") as boolean) : null,
+    costLensThreshold: clampedNumber(config.get("costLensThreshold"), DEFAULTS.costLensThreshold, 0, 100),
     logLevel: parseLogLevel(config.get("logLevel")),
   };
 }
@@ -61,12 +74,15 @@ export interface ServerSettings {
   verify: boolean | null;
   jobs: number;
   debounceMs: number;
+  inlayHints: boolean;
+  profile: boolean | null;
+  costLensThreshold: number;
   logLevel: LogLevel;
 }
 
 export function toServerSettings(settings: Settings): ServerSettings {
-  const { exportOnSave, verify, jobs, debounceMs, logLevel } = settings;
-  return { exportOnSave, verify, jobs, debounceMs, logLevel };
+  const { exportOnSave, verify, jobs, debounceMs, inlayHints, profile, costLensThreshold, logLevel } = settings;
+  return { exportOnSave, verify, jobs, debounceMs, inlayHints, profile, costLensThreshold, logLevel };
 }
 
 export function getSettings(scope?: vscode.ConfigurationScope): Settings {

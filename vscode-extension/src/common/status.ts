@@ -28,6 +28,7 @@ export interface ExportStatus {
   cached: boolean;
   verified: boolean | null;
   summary: string; // the progress's end message ("mlp: exported in 0.21 s, 42 nodes")
+  change: string | null; // the graph's change since the previous export ("+1 node (LayerNormalization), +0 B"); null: none to compare with
 }
 
 const STATES = new Set(["exporting", "ok", "failed", "cancelled"]);
@@ -50,6 +51,7 @@ export function exportStatusFromWire(value: unknown): ExportStatus | undefined {
     cached: data.cached === true,
     verified: typeof data.verified === "boolean" ? data.verified : null,
     summary: typeof data.summary === "string" ? data.summary : "",
+    change: typeof data.change === "string" ? data.change : null,
   };
 }
 
@@ -58,7 +60,7 @@ export type ServerPhase = "idle" | "restricted" | "starting" | "running" | "stop
 
 export type TargetState =
   | { phase: "exporting"; stage?: string; previous?: TargetState } // previous: shown again if cancelled
-  | { phase: "ok"; seconds?: number; nodes?: number; warnings: number; cached: boolean; summary: string }
+  | { phase: "ok"; seconds?: number; nodes?: number; warnings: number; cached: boolean; summary: string; change?: string }
   | { phase: "failed"; problems: number; summary: string };
 
 export interface StatusState {
@@ -111,6 +113,7 @@ function nextTarget(current: TargetState | undefined, status: ExportStatus): Tar
         warnings: status.warnings,
         cached: status.cached,
         summary: status.summary,
+        change: status.change ?? undefined,
       };
     case "failed":
       // Every finding counts, as in the summary ("spectral: 3 problems") and the code lens.
@@ -160,7 +163,8 @@ function describeTarget(name: string, target: TargetState): string {
         target.warnings > 0 ? plural(target.warnings, "warning") : undefined,
         target.cached ? "cached" : undefined,
       ].filter(Boolean);
-      return parts.length ? `${name}: ok (${parts.join(", ")})` : `${name}: ${target.summary}`;
+      const text = parts.length ? `${name}: ok (${parts.join(", ")})` : `${name}: ${target.summary}`;
+      return target.change ? `${text}\n  since the last export: ${target.change}` : text;
     }
     case "failed":
       // The server's summary also says what stopped a target when it is not in the model's own
