@@ -18,7 +18,6 @@ call varied 0.84–1.34× between runs on a quiet machine).
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import os
 import shutil
@@ -27,11 +26,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections import defaultdict
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(REPO))  # run as a script: benchmarks/ is a package of the repository
+
+from benchmarks.stock_stages import Timings, wrap_stock_steps  # noqa: E402
 
 MODELS = {
     "mlp": (REPO / "examples/models/mlp.py", "MLP", None),
@@ -64,39 +65,6 @@ CLOCKS = {
 }
 
 
-class Timings:
-    """Seconds per label on `clock`, summed over one export (wrappers around torch functions
-    and around our pipeline's stages)."""
-
-    def __init__(self, clock) -> None:
-        self.clock = clock
-        self.current: dict[str, float] = defaultdict(float)
-
-    def wrap(self, owner, name: str, label: str, classmethod_: bool = False) -> None:
-        original = getattr(owner, name)
-
-        @functools.wraps(original)
-        def timed(*args, **kwargs):
-            return self.timed(original, label)(*args[1:], **kwargs) if classmethod_ else \
-                self.timed(original, label)(*args, **kwargs)
-
-        setattr(owner, name, classmethod(timed) if classmethod_ else timed)
-
-    def timed(self, function, label: str):
-        @functools.wraps(function)
-        def timed(*args, **kwargs):
-            start = self.clock()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                self.current[label] += self.clock() - start
-        return timed
-
-    def take(self) -> dict[str, float]:
-        taken, self.current = dict(self.current), defaultdict(float)
-        return taken
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -108,7 +76,6 @@ def main() -> None:
     logging.disable(logging.WARNING)
 
     import torch
-    from torch.onnx._internal.exporter import _capture_strategies, _core, _onnx_program, _registration
 
     import onnxlens.exporter.pipeline as pipeline_module
     import onnxlens.exporter.pipeline.lines as lines
@@ -118,14 +85,9 @@ def main() -> None:
     torch.set_num_threads(1)
     clock = CLOCKS[options.clock]
     timings = Timings(clock)
-    pipeline_module.STAGE_ORDER = tuple(stage._replace(run=timings.timed(stage.run, f"stage:{stage.name}"))
-                                        for stage in pipeline_module.STAGE_ORDER)
-    timings.wrap(_capture_strategies.TorchExportNonStrictStrategy, "__call__", "capture")
-    timings.wrap(_registration.ONNXRegistry, "from_torchlib", "registry", classmethod_=True)
-    timings.wrap(_core, "_prepare_exported_program_for_export", "decompose")
-    timings.wrap(_core, "_exported_program_to_onnx_program", "translate")
-    timings.wrap(_onnx_program.ONNXProgram, "optimize", "optimize")
-    timings.wrap(_onnx_program.ONNXProgram, "save", "save")
+    pipeline_module.STAGES_RUN = tuple(stage._replace(run=timings.timed(stage.run, f"stage:{stage.name}"))
+                                       for stage in pipeline_module.STAGES_RUN)
+    wrap_stock_steps(timings)
     timings.wrap(lines, "line_infos", "lines")
 
     workdir = Path(tempfile.mkdtemp(prefix="onnxlens-bench-"))

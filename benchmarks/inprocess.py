@@ -10,7 +10,8 @@
     python benchmarks/inprocess.py stock WORKSPACE MODEL_JSON
         warm stock only, as a user re-running an export in a live process: the model built once,
         one untimed export, then one timed export + save (or until it raises) per line read from
-        stdin; prints a JSON line per export: its time, outcome and the process's peak RSS
+        stdin; prints a JSON line per export: its time, its steps' times (stock_stages.py),
+        outcome and the process's peak RSS; the ready line says how long building the model took
 
 MODEL_JSON: {"name", "model", "inputs", "dynamic_shapes"} with FILE.py:CALLABLE references, and
 optionally "optimize": false (the stock call's `optimize`; meta-device models need it off).
@@ -79,19 +80,27 @@ def stock(root: str, model: dict) -> None:
     caller interleaves these with onnxlens's saves, so both see the machine in the same state)."""
     import resource
 
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from benchmarks.stock_stages import Timings, wrap_stock_steps
+
+    timings = Timings(time.perf_counter)
+    wrap_stock_steps(timings)
     sys.path.insert(0, root)
+    built = time.perf_counter()
     module, args, shapes = _target(root, model)
+    built = time.perf_counter() - built
     path = os.path.join(tempfile.mkdtemp(prefix="onnxlens-bench-"), f"{model['name']}-stock.onnx")
 
     def export() -> str:
         return _outcome(lambda: _stock_export(module, args, shapes, path, model.get("optimize", True)))
 
     export()  # the first export in a process pays its lazy initialisation
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": True, "build_seconds": built}), flush=True)
     for _ in sys.stdin:
+        timings.take()
         start = time.perf_counter()
         outcome = export()
-        print(json.dumps({"seconds": time.perf_counter() - start, "outcome": outcome,
+        print(json.dumps({"seconds": time.perf_counter() - start, "outcome": outcome, "stages": timings.take(),
                           "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}), flush=True)
 
 

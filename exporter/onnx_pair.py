@@ -8,7 +8,8 @@ out-of-memory killer, a cancel) leaves the old graph beside the new weights: onn
 the pair and computes wrong numbers without a word. onnxlens names the data file by its
 content instead, `net.onnx.<the first 16 hex digits of its sha256>.data` (`data_file_name`),
 so the new weights land beside the old pair without touching it and one rename of the .onnx
-switches from the old pair to the new one (pipeline/save.py).
+switches from the old pair to the new one (pipeline/save.py; a save first commits them under a
+random token of the same form, and names them by content after its result).
 
 That name is the only difference from the public API's files, and `public_api_difference` is
 the one definition of byte identity with them, used by every identity check (the engine's
@@ -31,7 +32,8 @@ _DATA_FILE = re.compile(rf"^(?P<onnx>.+)\.[0-9a-f]{{{DIGEST_CHARS}}}\.data$")
 
 
 def data_file_name(onnx_name: str, sha256: str) -> str:
-    """The data file of `onnx_name` (a file name, `net.onnx`) holding weights with this digest."""
+    """The data file of `onnx_name` (a file name, `net.onnx`) holding weights with this digest
+    (or, until the save names them by content, a random token of 16 hex digits)."""
     return f"{onnx_name}.{sha256[:DIGEST_CHARS]}.data"
 
 

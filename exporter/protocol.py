@@ -10,10 +10,15 @@ Zygote -> server:
                                                          internals in use (torch_internals/), why the
                                                          public path runs although one was chosen
     fatal    {message}                                   the zygote cannot serve (then it exits)
-    started  {id, pid}                                   a child was forked for job `id`
+    started  {id, pid}                                   a child was forked for job `id` (or the
+                                                         spare forked ahead took it)
     event    {id, event}                                 a progress event of the pipeline
     log      {id, text}                                  output the user's code printed
-    result   {id, result | None, cancelled}              the job's ExportResult dict (one per job)
+    result   {id, result | None, cancelled, completes}   the job's ExportResult dict (one per job);
+                                                         completes: a saved export, verified next
+    completed {id, result | None, reason}                after a `result` that `completes`: the
+                                                         verified result, or None when the child
+                                                         ended first (`reason` says how)
     exited   {id, status, cpu_seconds, max_rss_kb}       the child was reaped: always a job's last frame
     preloaded {modules, seconds}                         library modules jobs used are now in the zygote
     retire   {reason, deny}                              preloading `deny` started a thread: the zygote
@@ -30,7 +35,14 @@ Server -> zygote:
 
 Child -> zygote (a pipe per child; the zygote relays):
     event    {event}
-    result   {result, imports}                           imports: library modules the job loaded
+    result   {result, imports, completes}                imports: library modules the job loaded
+    completed {result}                                   the verified result (after `completes`)
+    closure  {files}                                     the workspace files imported so far
+
+Zygote -> spare (a socket; a spare is a child forked ahead of its job):
+    job      {id, spec, options}                         the job's message, with the target's kept
+                                                         random fills' descriptor (SCM_RIGHTS)
+Spare -> zygote: the byte b"R" once it is warm.
 
 Closing the zygote's stdin is the same as `shutdown`: a zygote whose server died exits.
 """
@@ -61,6 +73,13 @@ PRELOAD_DENY_VARIABLE = "ONNXLENS_PRELOAD_DENY"
 
 # Exit status of a child whose own onnxlens code failed (not the user's code).
 INTERNAL_ERROR_STATUS = 70
+
+# A spare's process names (ps, top, psutil's name()) until it takes a job: tests, benchmarks and
+# people tell it from a job's child by them. WARMING_NAME from its first instant (the zygote takes
+# the name around the fork), SPARE_NAME once it has told the zygote it is warm.
+WARMING_NAME = "onnxlens-warmup"
+SPARE_NAME = "onnxlens-spare"
+SPARE_NAMES = (WARMING_NAME, SPARE_NAME)
 
 _HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 1 << 30  # a length beyond this means the stream is not ours (or is corrupt)

@@ -23,7 +23,7 @@ SOURCE_PATH_MODES = ("absolute", "relative", "none")
 # TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
 VERIFY_INPUTS = ("example", "small")
 
-STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "verify", "save")
+STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "save", "verify")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).
 CODES: dict[str, str] = {
@@ -454,7 +454,10 @@ class ExportResult(Plain):
     graph_onnx: str | None = None  # path of the graph-only .onnx (no weights) of a weights-free model
     report: str | None = None
     exported_program: str | None = None  # path of a text dump of the torch.export program
-    seconds: float = 0.0
+    seconds: float = 0.0  # to the result: the model saved, every error known (verification comes after)
+    # After the result (Pipeline.finish): verification; None until then. A result with `status`
+    # "ok" and this None is not complete yet.
+    finishing_seconds: float | None = None
     stages: dict[str, float] = field(default_factory=dict)
     verification: VerificationSummary | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -885,15 +888,18 @@ class ExportStatus(Plain):
     warnings: int = 0  # warning findings (a `mismatch`, say)
     cached: bool = False
     verified: bool | None = None  # None: not verified
+    verifying: bool = False  # the export is saved and shown; its verification still runs
     summary: str = ""  # the one-line text shown at the end of the progress and in the log
     # The graph's change since the target's previous export that had one ("+3 nodes (Mul, Add,
     # Sqrt), +0 B", "graph unchanged"); None: nothing to compare with.
     change: str | None = None
 
     @classmethod
-    def of_result(cls, result: ExportResult, change: GraphChange | None = None) -> ExportStatus:
+    def of_result(cls, result: ExportResult, change: GraphChange | None = None, *,
+                  verifying: bool = False) -> ExportStatus:
         """The finished state of an export (ok, or failed with its problem count), and what its
-        graph changed (`change`: against the previous export, when there is one)."""
+        graph changed (`change`: against the previous export, when there is one); `verifying`:
+        a saved export shown before its verification ends (a second status follows)."""
         errors = sum(1 for f in result.findings if f.severity == "error")
         warnings = sum(1 for f in result.findings if f.severity == "warning")
         verified = result.verification.passed if result.verification is not None else None
@@ -907,6 +913,9 @@ class ExportStatus(Plain):
         described = change.describe() if change is not None else None
         if change is not None and not change.unchanged:
             summary += f"; {described}"
+        if verifying:
+            summary += "; verifying"
         return cls(target=result.target, state=result.status, seconds=result.seconds,
                    node_count=result.node_count, problems=errors, warnings=warnings,
-                   cached=result.cached, verified=verified, summary=summary, change=described)
+                   cached=result.cached, verified=verified, verifying=verifying, summary=summary,
+                   change=described)

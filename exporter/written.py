@@ -39,11 +39,35 @@ def sha256_of_fd(fd: int) -> str:
         offset += count
 
 
-def recorded(path: str, fd: int, sha256: str) -> WrittenFile:
-    """`path` as written: its content's digest and the identity of the inode open as `fd`."""
+def read_fd(fd: int) -> bytes:
+    """The whole file open as `fd` (read from its start; the offset is kept)."""
+    chunks = []
+    offset = 0
+    while chunk := os.pread(fd, _CHUNK, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
+def recorded(path: str, fd: int, sha256: str = "") -> WrittenFile:
+    """`path` as written: its content's digest ("": not taken, the identity only) and the
+    identity of the inode open as `fd`."""
     info = os.fstat(fd)
     return WrittenFile(path=os.path.abspath(path), sha256=sha256, size=info.st_size, device=info.st_dev,
                        inode=info.st_ino, mtime_ns=info.st_mtime_ns, ctime_ns=info.st_ctime_ns)
+
+
+def is_file(fd: int, file: WrittenFile) -> bool:
+    """The inode open as `fd` is `file` as recorded (not written, renamed or replaced since)."""
+    return _identity(os.fstat(fd)) == _identity_of(file)
+
+
+def _identity(info: os.stat_result) -> tuple:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def _identity_of(file: WrittenFile) -> tuple:
+    return file.device, file.inode, file.size, file.mtime_ns, file.ctime_ns
 
 
 def changed(file: WrittenFile) -> str | None:
@@ -58,11 +82,12 @@ def changed(file: WrittenFile) -> str | None:
         return "it was replaced by a symbolic link"
     if not stat.S_ISREG(info.st_mode):
         return "it is no longer a regular file"
-    if (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns) == (
-            file.device, file.inode, file.size, file.mtime_ns, file.ctime_ns):
+    if _identity(info) == _identity_of(file):
         return None
     if info.st_size != file.size:
         return "its size changed"
+    if not file.sha256:
+        return "it was replaced, and its digest was never taken"
     try:
         fd = os.open(file.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as error:

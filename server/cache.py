@@ -206,8 +206,12 @@ class ResultCache:
         Not stored if any file of the closure changed after the job started, a path the job
         found absent exists, or the installed packages are not those: the export may have read
         the older content, and the cache must never pair new files or packages with old results.
+        Nor is a saved export's result that did not complete (verified:
+        `ExportResult.finishing_seconds`): the next export verifies it again.
         """
         if not result.closure or any(f.code in UNCACHEABLE_CODES for f in result.findings):
+            return False
+        if result.status == "ok" and result.finishing_seconds is None:
             return False
         if installed is None or self.installed.fingerprint() != installed:
             return False

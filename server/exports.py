@@ -16,9 +16,10 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec
+from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
 from onnxlens.server.cache import ResultCache, forget_verification
@@ -81,12 +82,15 @@ class ExportService:
         return self.cache.load(spec)
 
     async def export(self, spec: TargetSpec, on_event: EventSink | None = None, *,
-                     use_cache: bool | None = None, previous: ExportedGraph | None = None) -> ExportResult:
-        """Export one target. Cancelling the awaiting task kills the job.
+                     use_cache: bool | None = None, previous: ExportedGraph | None = None,
+                     on_saved: Callable[[ExportResult], None] | None = None) -> ExportResult:
+        """Export one target; the completed result (verified). Cancelling the awaiting task
+        kills the job.
 
         `use_cache=False` exports even when the cache has a result (an explicit "Re-export");
         None: as the service was configured. `previous`: the target's previous export's graph,
-        for the report's "Change since the last export".
+        for the report's "Change since the last export". `on_saved`: a saved export's result as
+        soon as it is saved, before its verification ends (the editor shows it meanwhile).
         """
         sink = on_event or (lambda event: None)
         if self.use_cache if use_cache is None else use_cache:
@@ -101,7 +105,7 @@ class ExportService:
         try:
             started_ns = time.time_ns()
             installed = await self._installed_now()
-            result, exited = await self._run(spec, sink, previous, installed)
+            result, exited = await self._run(spec, sink, previous, installed, on_saved)
         finally:
             ticket.release_slot()
             if exited is None:
@@ -166,10 +170,11 @@ class ExportService:
                 await self._worker.start()
             return self._worker
 
-    async def _run(self, spec: TargetSpec, sink: EventSink,
-                   previous: ExportedGraph | None, installed: str | None) -> tuple[ExportResult, asyncio.Future | None]:
+    async def _run(self, spec: TargetSpec, sink: EventSink, previous: ExportedGraph | None, installed: str | None,
+                   on_saved: Callable[[ExportResult], None] | None) -> tuple[ExportResult, asyncio.Future | None]:
         """The result, and the future of the job's `exited` frame when a process ran it, on a
-        worker started under the installed packages `installed`; `previous`: as for `export`."""
+        worker started under the installed packages `installed`; `previous`: as for `export`; a
+        saved export's result goes to `on_saved` before its verification ends."""
         problem = "the export worker is not running"
         for attempt in (1, 2):
             if self._closed:
@@ -178,8 +183,9 @@ class ExportService:
             exited: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 await worker.wait_ready()
-                message = await worker.run(spec, sink, threads=self.threads_per_job, previous=previous,
-                                           exited=exited)
+                message = await worker.run(
+                    spec, sink, threads=self.threads_per_job, previous=previous, exited=exited,
+                    on_result=(lambda saved: on_saved(ExportResult.from_dict(saved["result"]))) if on_saved else None)
             except WorkerUnavailable as error:
                 if error.permanent:
                     return _worker_failure(spec, str(error)), None
@@ -190,9 +196,18 @@ class ExportService:
                 await worker.kill()
                 return _worker_failure(spec, str(error), code="timeout"), None
             else:
+                if message.get("result") is None and message.get("saved") is not None:
+                    return _not_verified(message["saved"], message.get("reason")), exited
                 return ExportResult.from_dict(message["result"]), exited
             log.warning("export of %s: %s (attempt %d)", spec.name, problem, attempt)
         return _worker_failure(spec, problem), None
+
+
+def _not_verified(saved: dict, reason: str | None) -> ExportResult:
+    """A saved export whose verification did not complete: the saved result, saying why."""
+    result = ExportResult.from_dict(saved)
+    result.verification = VerificationSummary(passed=False, error=f"verification did not complete: {reason}")
+    return result
 
 
 def _worker_failure(spec: TargetSpec, problem: str, *, code: str = "crash") -> ExportResult:

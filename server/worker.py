@@ -36,6 +36,9 @@ from onnxlens.exporter.types import ExportedGraph, OutputEvent, ProgressEvent, T
 log = logging.getLogger("onnxlens.worker")
 
 EventSink = Callable[[ProgressEvent], None]
+# A saved export's result, sent before its verification ends (the zygote's `result` message
+# with `completes`): the caller may show it while `run` waits for the completed result.
+ResultSink = Callable[[dict[str, Any]], None]
 
 STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
 STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
@@ -65,7 +68,9 @@ class WorkerUnresponsive(Exception):
 @dataclass
 class _Job:
     on_event: EventSink
+    on_result: ResultSink | None = None
     result: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    completed: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     exited: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     started: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     pid: int | None = None
@@ -155,8 +160,12 @@ class Worker:
         await asyncio.shield(self._ready)
 
     async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
-                  previous: ExportedGraph | None = None, exited: asyncio.Future | None = None) -> dict[str, Any]:
-        """Run one job; returns the zygote's `result` message. Cancelling kills the child.
+                  previous: ExportedGraph | None = None, on_result: ResultSink | None = None,
+                  exited: asyncio.Future | None = None) -> dict[str, Any]:
+        """Run one job; returns the zygote's last word on it: its `result` message, or, for a
+        saved export (`completes`), its `completed` message, whose `result` is None when the
+        child ended before it completed (`reason` says how). The `result` message of such an
+        export goes to `on_result` first, while verification runs. Cancelling kills the child.
 
         `previous`: the target's previous export's graph (its report says what changed).
         `exited`, when given, gets the job's `exited` frame (CPU seconds, peak memory) once its
@@ -166,7 +175,7 @@ class Worker:
         if not self.alive:
             raise WorkerDied(self._end or "the export worker is not running")
         job_id = next(self._ids)
-        job = _Job(on_event=on_event)
+        job = _Job(on_event=on_event, on_result=on_result)
         if exited is not None:
             job.exited.add_done_callback(lambda done: exited.done() or exited.set_result(done.result()))
         self._jobs[job_id] = job
@@ -190,7 +199,18 @@ class Worker:
                 ) from None
             if message.get("cancelled"):  # not by us: the worker is shutting down
                 raise WorkerDied("the export worker was stopped while the job ran")
-            return message
+            if not message.get("completes"):
+                return message
+            try:
+                completed = await asyncio.wait_for(asyncio.shield(job.completed),
+                                                   spec.timeout + UNRESPONSIVE_GRACE)
+            except asyncio.TimeoutError:
+                completed = {"result": None, "reason": "the export worker stopped answering while verifying"}
+            except WorkerDied as error:  # the saved export stands; its verification is lost
+                completed = {"result": None, "reason": str(error)}
+            if completed.get("result") is None:
+                return {**completed, "result": None, "saved": message["result"]}
+            return completed
         except asyncio.CancelledError:
             await self._cancel(job_id, job)
             raise
@@ -269,7 +289,7 @@ class Worker:
             f"the export worker ({self.python}) {self._end}{self._stderr_excerpt()}",
             permanent=False))
         for job in self._jobs.values():
-            for future in (job.started, job.result):
+            for future in (job.started, job.result, job.completed):
                 if not future.done():
                     future.set_exception(WorkerDied(f"the export worker {self._end}"))
                     future.exception()  # retrieved: the job may wait on the other one only
@@ -319,6 +339,15 @@ class Worker:
         elif kind == "result":
             if not job.result.done():
                 job.result.set_result(message)
+                if message.get("completes") and job.on_result is not None:
+                    # Here, not when `run` resumes: before the events that follow it (verification's).
+                    try:
+                        job.on_result(message)
+                    except Exception:  # a faulty listener must not stop the replies of every job
+                        log.exception("export result listener failed")
+        elif kind == "completed":
+            if not job.completed.done():
+                job.completed.set_result(message)
         elif kind == "exited":
             self.recent_exits.append(message)
             self.exit_count += 1

@@ -1,4 +1,5 @@
-"""The export pipeline: load -> capture -> decompose -> scan -> translate -> optimize -> check -> verify -> save.
+"""The export pipeline: load -> capture -> decompose -> scan -> translate -> optimize -> check -> save,
+then verify after the result.
 
 One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
@@ -15,6 +16,13 @@ device, FakeTensors: weights.py) takes the same path without the steps that read
 ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so. A torch
 without an adapter takes the public path (PUBLIC_STAGE_ORDER, public_export.py) with a
 `torch-version` note on every export.
+
+Verification comes after the result (`finish`): the result (the saved model, the findings of
+every stage that can fail the export) is what the editor waits for; onnxruntime's answer on the
+example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
+saved, so a worker child sends the result first and the completed (verified) result when it
+ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
+their content (save.py, `name_by_content`: the hashing is off the result's path).
 
 Never raises: our own bugs become findings of the stage they happened in (errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -65,8 +73,12 @@ STAGE_ORDER = (
     Stage("translate", translate.run, True, settles=True),
     Stage("optimize", optimize.run, True),
     Stage("check", check.run, False),
-    Stage("verify", verify.run, False),
     Stage("save", save.run, False),
+)
+
+# After the result: what only adds warnings to a saved export (`Pipeline.finish`).
+FINISHING_ORDER = (
+    Stage("verify", verify.run, False),
 )
 
 # A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
@@ -81,6 +93,7 @@ PUBLIC_STAGE_ORDER = (
 
 # The stages this process runs: the full pipeline with an adapter for its torch, else the public path.
 STAGES_RUN = STAGE_ORDER if internals.FULL else PUBLIC_STAGE_ORDER
+FINISHING_RUN = FINISHING_ORDER if internals.FULL else ()
 
 
 def _ignore(event: ProgressEvent) -> None:
@@ -117,20 +130,42 @@ class Pipeline:
             self.tables.refresh()
 
     def run(self, spec: TargetSpec, on_event: EventSink = _ignore, previous: ExportedGraph | None = None) -> ExportResult:
-        """The whole export, its report and program dump written (in-process callers);
+        """The whole export, verified, its report and program dump written (in-process callers);
         `previous`: the target's previous export's graph, whose change the report shows."""
         job = self.export(spec, on_event)
+        self.finish(job)
         artifacts.write(job, previous)
         return job.result
 
-    def export(self, spec: TargetSpec, on_event: EventSink = _ignore) -> Job:
+    def finish(self, job: Job) -> None:
+        """What comes after the result, on the same job: verification (its findings and summary
+        added to `job.result`) and, beside it, the weights named by their content (the result's
+        `onnx_data` and `written` follow). Only for an export that saved its model; never raises."""
+        if job.result.status != "ok":
+            return
+        start = time.perf_counter()
+        naming = save.Naming(job.result)
+        try:
+            for stage in FINISHING_RUN:
+                with job.running(stage.name, after_result=True):
+                    stage.run(job)
+        except Stop:
+            pass
+        except Exception as error:  # noqa: BLE001 - a bug after the save costs the check, not the model
+            job.log(f"{job.spec.name}: {job.stage} did not run to its end: {type(error).__name__}: {error}")
+        finally:
+            naming.join(job)
+            job.result.finishing_seconds = time.perf_counter() - start
+
+    def export(self, spec: TargetSpec, on_event: EventSink = _ignore, *, kept_fills_fd: int | None = None) -> Job:
         """The export up to its result (`job.result`); the report and the program dump are
         named but not written yet: `artifacts.write(job)` does that, after a worker child has
-        sent the result the editor waits for."""
+        sent the result the editor waits for. `kept_fills_fd`: the target's kept random fills
+        (kept_fills.py; a worker child gets them from the zygote)."""
         start = time.perf_counter()
         if internals.FULL:  # the public path cannot reach the counter: its files may differ in those names
             _counters_as_in_a_fresh_process()
-        job = Job(spec, self.tables, on_event)
+        job = Job(spec, self.tables, on_event, kept_fills_fd)
         opened: set[str] = set()
         absent: set[str] = set()
         try:

@@ -44,6 +44,7 @@ class Job:
     spec: TargetSpec
     tables: Tables  # the pipeline's, shared by every job of the process
     on_event: EventSink
+    kept_fills_fd: int | None = None  # the target's kept random fills (kept_fills.py); None: none kept
     result: ExportResult = field(init=False)
     workspace: Workspace = field(init=False)
     stage: str = "load"  # the running stage
@@ -104,12 +105,14 @@ class Job:
         self.emit(FindingsEvent(stage, tuple(findings), preliminary=True))
 
     @contextlib.contextmanager
-    def running(self, stage: str, *, settles: bool = False) -> Iterator[None]:
+    def running(self, stage: str, *, settles: bool = False, after_result: bool = False) -> Iterator[None]:
         """A stage: its begin and end events (end even when it fails), its time, and, when the
         export goes on after it, its findings (the warnings it found; an empty event replaces
         preliminary findings it did not confirm). A stage that ends the export sends none: the
         result follows at once (the report is written after it) and carries them. A stage that
-        `settles` always sends its event when the export goes on (FindingsEvent.settled)."""
+        `settles` always sends its event when the export goes on (FindingsEvent.settled). A
+        stage `after_result` (Pipeline.finish) sends none either: the completed result, right
+        after it, carries them."""
         self.stage = stage
         self.emit(StageEvent(stage, "begin"))
         begin = time.perf_counter()
@@ -122,7 +125,7 @@ class Job:
             seconds = time.perf_counter() - begin
             self.result.stages[stage] = seconds
             found = self.result.findings[known:]
-            if going_on and (found or stage in self.reported or settles):
+            if going_on and not after_result and (found or stage in self.reported or settles):
                 self.reported.add(stage)
                 self.emit(FindingsEvent(stage, tuple(found), settled=settles))
             self.emit(StageEvent(stage, "end", seconds))

@@ -4,12 +4,18 @@ The imports and their findings are loader.py's; this stage puts the pieces on th
 model, the inputs (args/kwargs as the public API takes them), the dynamic shapes, the opset and a
 private registry with the target's custom translations; and whether the model is weights-free
 (weights.py: later stages skip what needs data, and a meta model's inputs go to meta too).
+
+The factories run with the target's kept random fills (kept_fills.py) when the job has them: a
+random initialisation the previous export of the target computed is replayed, byte for byte.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.loader as loading
+from onnxlens.exporter.pipeline.kept_fills import FILL_OPS, KeptFills
 import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.locations import is_user_code, model_code
 from onnxlens.exporter.pipeline.job import Job
@@ -31,10 +37,11 @@ def run(job: Job) -> None:
         inputs_factory = loader.resolve(spec.inputs, "inputs")
         shapes_factory = loader.resolve(spec.dynamic_shapes, "dynamic-shapes") if spec.dynamic_shapes else None
         custom = loader.resolve(spec.custom_translations, "custom-translations") if spec.custom_translations else None
-        model = loader.call_factory(model_factory, "model")
-        job.raw_inputs = loader.call_factory(inputs_factory, "inputs")
-        args, kwargs = loading.split_inputs(job.raw_inputs)
-        dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
+        with _fills_kept(job):
+            model = loader.call_factory(model_factory, "model")
+            job.raw_inputs = loader.call_factory(inputs_factory, "inputs")
+            args, kwargs = loading.split_inputs(job.raw_inputs)
+            dynamic_shapes = loader.call_factory(shapes_factory, "dynamic-shapes") if shapes_factory else None
         job.shapes_location = loading.definition_location(shapes_factory) if shapes_factory else None
         if callable(custom) and not isinstance(custom, dict):  # a function building the table
             custom = loader.call_factory(custom, "custom-translations")
@@ -81,3 +88,20 @@ def run(job: Job) -> None:
     job.registry = job.tables.registry(job.opset, custom)
     for rebuild in job.tables.rebuilds[rebuilds:]:  # the user's imports registered ops torchlib translates
         job.log(f"{spec.name}: {rebuild.describe()}")
+
+
+@contextlib.contextmanager
+def _fills_kept(job: Job):
+    """The factories' random fills replayed from, and recorded to, the target's kept fills."""
+    if job.kept_fills_fd is None or not internals.FULL:
+        yield
+        return
+    kept = KeptFills.open(job.kept_fills_fd)
+    try:
+        with internals.ops_intercepted(FILL_OPS, kept.fill):
+            yield
+    finally:
+        kept.close()
+        if kept.hits or kept.misses:
+            job.log(f"{job.spec.name}: random fills: {kept.hits} replayed ({kept.replayed_bytes / 2**20:.0f} MB), "
+                    f"{kept.misses} computed")

@@ -100,13 +100,32 @@ _loaded_roots: dict[str, Workspace] = {}
 
 
 def forget_workspace_modules(workspace: Workspace) -> None:
-    """Drop workspace modules (of this and earlier workspaces) so imports read the files as they are now."""
+    """Drop workspace modules (of this and earlier workspaces) so imports read the files as they
+    are now, and earlier workspaces' roots from sys.path (a regular package there would win over
+    this workspace's namespace package of the same name)."""
     _loaded_roots[workspace.root] = workspace
     for known in _loaded_roots.values():
-        for name in workspace_module_files(known):
+        for name in [*workspace_module_files(known), *_workspace_namespace_packages(known)]:
             sys.modules.pop(name, None)
+    earlier = {os.path.realpath(root) for root in _loaded_roots if root != workspace.root}
+    sys.path[:] = [entry for entry in sys.path if not entry or os.path.realpath(entry) not in earlier]
     _install_fresh_finder(workspace)
     importlib.invalidate_caches()
+
+
+def _workspace_namespace_packages(workspace: Workspace) -> list[str]:
+    """Loaded namespace packages (directories without an __init__.py: no file of their own)
+    whose directories are all the workspace's: a later workspace's package of that name must be
+    looked up afresh."""
+    found = []
+    for name, module in modules_not_from_the_zygote():
+        spec = getattr(module, "__spec__", None)
+        if not isinstance(spec, importlib.machinery.ModuleSpec) or spec.origin not in (None, "namespace"):
+            continue
+        directories = list(spec.submodule_search_locations or [])
+        if directories and all(workspace.contains(os.path.join(d, "__init__.py")) for d in directories):
+            found.append(name)
+    return found
 
 
 class FreshSourceLoader(importlib.machinery.SourceFileLoader):

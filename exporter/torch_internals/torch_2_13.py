@@ -433,6 +433,30 @@ def nodes_observed(observe: Callable[[Any], None]) -> Iterator[None]:
         proxy.TracerBase.create_proxy = stock
 
 
+@contextlib.contextmanager
+def ops_intercepted(names: tuple[str, ...], handle: Callable[[Any, tuple, dict, Callable[[], Any]], Any]) -> Iterator[None]:
+    """Inside, every call of an overload of `torch.ops.aten.<name>` (for `names`) goes to
+    `handle(op, args, kwargs, run)`, `run()` being the op's own call; every other op runs as it
+    is. A dispatch mode (below autograd: what autograd records is unchanged); the handler decides
+    whether its answer is the op's (pipeline/kept_fills.py: only a replay of the same fill)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ops = set()
+    for name in names:
+        packet = getattr(torch.ops.aten, name)
+        ops.update(getattr(packet, overload) for overload in packet.overloads())
+
+    class Intercepted(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in ops:
+                return handle(func, args, kwargs, lambda: func(*args, **kwargs))
+            return func(*args, **kwargs)
+
+    with Intercepted():
+        yield
+
+
 def reset_codegen_counter() -> None:
     """torch.fx names generated code `<eval_with_key>.N` from a process-wide counter: back to 0,
     and the generated sources it cached forgotten, as in a fresh process (pipeline/__init__.py)."""
@@ -916,6 +940,7 @@ def decomposition_comparison(captured: Any, decomposed: Any) -> str:
 # exist when it loads the adapter, so a patch release that moved one makes the process take the
 # public path (saying which piece) instead of failing in the middle of an export.
 PIECES = (
+    "torch.utils._python_dispatch.TorchDispatchMode",
     "torch.onnx._internal.exporter._capture_strategies.TorchExportNonStrictStrategy",
     "torch.onnx._internal.exporter._capture_strategies.TorchExportStrictStrategy",
     "torch.onnx._internal.exporter._constants.TORCHLIB_OPSET",
@@ -988,7 +1013,7 @@ PIECES = (
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
     "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
-    "stack_frames_kept", "nodes_observed", "reset_codegen_counter", "onnx_exporting",
+    "stack_frames_kept", "nodes_observed", "ops_intercepted", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",
     "outside_tracing", "size_hint", "symbolic_expression",

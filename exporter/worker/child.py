@@ -9,6 +9,14 @@ one). The pipeline's typed events become wire dicts here (`event_to_dict`).
 Everything the zygote needs to explain a child that dies instead is set up here first:
 faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
 and os._exit is wrapped to write it too.
+
+A saved export's result goes first (`completes`: a completed result follows), then the child
+verifies it (Pipeline.finish) and sends the completed result, then writes the report.
+
+A spare (forked ahead of its job, zygote.py) sets itself up the same way, then runs a tiny export
+of our own with its output discarded and torch's random generator put back as it was (the job
+must find the zygote's state: the same numbers for an unseeded model, whichever child runs it),
+and waits for its job on its channel.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import os
 import re
 import resource
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -28,30 +37,60 @@ from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.pipeline import artifacts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, write_frame
+from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
 from onnxlens.exporter.types import (ExportedGraph, ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec,
                                      event_to_dict)
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
 from onnxlens.exporter.worker.preload import library_modules
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_NAME = 15
 _real_exit = os._exit
 
 
-def run_child(pipeline: Any, job: dict[str, Any], *, events_fd: int, output_fd: int, dump_fd: int,
-              zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None]) -> NoReturn:
-    """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown)."""
+def set_process_name(name: str) -> None:
+    """This process's name (its `comm`, 15 bytes at most)."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
+
+
+def process_name() -> str:
+    with open("/proc/self/comm") as comm:
+        return comm.read().strip()
+
+
+def run_child(pipeline: Any, job: dict[str, Any] | None, *, events_fd: int, output_fd: int, dump_fd: int,
+              zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None],
+              channel: socket.socket | None = None) -> NoReturn:
+    """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown).
+    `job` None: a spare, whose job comes through `channel`."""
     started = time.perf_counter()
     zygote_modules = set(sys.modules)
     try:
-        spec = TargetSpec.from_dict(job["spec"])
         _detach_from_zygote(zygote_pid, zygote_fds)
         _capture_output(output_fd)
         _prepare_fault_reports(dump_fd)
+        if job is None:
+            _warm(pipeline)
+            zygote_modules = set(sys.modules)
+            channel.sendall(b"R")  # warm: the zygote may give this child a job now
+            set_process_name(SPARE_NAME)
+            job = _receive_job(channel)
+            if job is None:  # the zygote discarded the spare
+                _real_exit(0)
+            with open(f"/proc/{zygote_pid}/comm") as comm:  # a job's child, named as the zygote is
+                set_process_name(comm.read().strip())
+            started = time.perf_counter()
+        spec = TargetSpec.from_dict(job["spec"])
         _restore_user_environment(user_env, job.get("options", {}), spec)
-        result, exported = _run(pipeline, spec, events_fd, started)
-        write_frame(events_fd, {"type": "result", "result": result.to_dict(),
+        result, exported = _run(pipeline, spec, events_fd, started, job.get("kept_fills_fd"))
+        completes = exported is not None and result.status == "ok"
+        write_frame(events_fd, {"type": "result", "result": result.to_dict(), "completes": completes,
                                 "imports": library_modules(zygote_modules)})
+        if completes:
+            # After the result: the editor shows the saved export while it is verified.
+            pipeline.finish(exported)
+            exported.result.findings = [_as_crash(spec, finding) for finding in exported.result.findings]
+            write_frame(events_fd, {"type": "completed", "result": exported.result.to_dict()})
         if exported is not None:
             # After the result: the editor has its diagnostics while the report is written.
             previous = job.get("previous")
@@ -86,6 +125,47 @@ def _detach_from_zygote(zygote_pid: int, zygote_fds: list[int]) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # user code may run subprocesses
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _warm(pipeline: Any) -> None:
+    """A tiny export of our own (Pipeline.warm_up), its output discarded, torch's generator as
+    it was."""
+    import torch
+
+    state = torch.random.get_rng_state()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kept = os.dup(1), os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        pipeline.warm_up()
+    except Exception:  # noqa: BLE001 - a spare that could not warm still runs its job
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, saved in zip((1, 2), kept):
+            os.dup2(saved, fd)
+            os.close(saved)
+        os.close(devnull)
+        torch.random.set_rng_state(state)
+
+
+def _receive_job(channel: socket.socket) -> dict[str, Any] | None:
+    """The job's message from the zygote, with the target's kept fills descriptor (None: the
+    zygote closed the channel)."""
+    data, fds, _, _ = socket.recv_fds(channel, 1 << 16, 1)
+    reader = FrameReader()
+    messages = reader.feed(data)
+    while data and not messages:
+        data = channel.recv(1 << 16)
+        messages = reader.feed(data)
+    channel.close()
+    if not messages:
+        return None
+    return {**messages[0], "kept_fills_fd": fds[0] if fds else None}
 
 
 def _capture_output(output_fd: int) -> None:
@@ -135,7 +215,8 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
-def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> tuple[ExportResult, Job | None]:
+def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float,
+         kept_fills_fd: int | None) -> tuple[ExportResult, Job | None]:
     """The result, and the pipeline's job whose artifacts are still to be written (None when
     the pipeline did not get as far as returning one)."""
     workspace = Workspace.of(spec)
@@ -147,7 +228,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float) -> tup
             write_frame(events_fd, {"type": "closure", "files": _imported_user_files(workspace)})
 
     try:
-        job = pipeline.export(spec, on_event)
+        job = pipeline.export(spec, on_event, kept_fills_fd=kept_fills_fd)
     except SystemExit as error:
         return _failed(spec, error, started,
                        f"user code called sys.exit({error.code!r}) during the export; the export "

@@ -12,8 +12,21 @@ It talks to the server with msgpack frames (exporter/protocol.py) over its stdin
 it moves to private descriptors first, so a library printing to stdout cannot corrupt the stream.
 It supervises its children: relays their events and output, kills them on cancel and at their
 deadline (after asking faulthandler for the stack, to name the line that hung), and turns a
-child that died without a result into a `crash` finding. It exits when its stdin closes (the
-server died or shut down), killing its children first; a child dies with it (PR_SET_PDEATHSIG).
+child that died without a result into a `crash` finding. A child whose saved export's result
+went first (`completes`) verifies it within the job's own time limit and sends the completed
+result; if it dies or runs out of time first, the server is told why in a `completed` message
+without a result. It exits when its stdin closes (the server died or shut down), killing its
+children first; a child dies with it (PR_SET_PDEATHSIG).
+
+The zygote holds each target's kept random fills (a memory file the target's children get,
+pipeline/kept_fills.py): data only, never run, for the last `KEPT_TARGETS` targets exported,
+within kept_fills.LIMIT_BYTES together.
+
+The next job's child is forked ahead, while no job runs (`Spare`): it sets itself up and runs a
+tiny export of our own (child.py), so the pages an export writes are its own before the job
+comes (a child forked for a job copies them while it exports: copy-on-write), and waits. A job
+takes the spare when there is one (its message, and the target's kept fills, come through a
+socket); a spare forked before the zygote imported more libraries is replaced.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ import json
 import os
 import selectors
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -32,25 +46,29 @@ from typing import IO, Any
 
 from onnxlens.exporter.protocol import (
     INTERNAL_ERROR_STATUS,
+    pack,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
+    WARMING_NAME,
     FrameReader,
     ProtocolError,
     write_frame,
 )
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions
-from onnxlens.exporter.worker.crashes import crash_result, timeout_result
+from onnxlens.exporter.worker.child import process_name, set_process_name
+from onnxlens.exporter.worker.crashes import crash_result, describe_status, timeout_result
 from onnxlens.exporter.worker.preload import Preloader
 from onnxlens.exporter.worker.warmup import warm_pipeline
 
 OUTPUT_KEPT = 64 * 1024  # tail of a child's output kept for crash messages
 OUTPUT_FORWARDED = 64 * 1024  # output forwarded to the server as log frames, per job
 DUMP_GRACE = 2.0  # seconds a timed-out child gets to write its stack before SIGKILL
+KEPT_TARGETS = 8  # targets whose random fills are kept (the least recently exported go first)
 DUMP_POLL = 0.05
-# A child that sent its result goes on writing the report and program dump (artifacts.py); it is
-# killed if that takes longer than this (our own code, but bounded all the same).
+# A child that sent its (completed) result goes on writing the report and program dump
+# (artifacts.py); it is killed if that takes longer than this (our own code, but bounded all the same).
 ARTIFACTS_GRACE = 60.0
 
 
@@ -74,7 +92,9 @@ class Child:
     saving: bool = False  # between the child's save-stage begin and end events
     kill_after_save: bool = False  # cancelled while saving: killed when the save ends
     result_sent: bool = False
-    artifacts_deadline: float = 0.0  # once the result is sent: when writing the artifacts ends
+    completes: bool = False  # its result said a completed result follows (verification runs)
+    completed: bool = False  # the completed result was sent (or why there is none)
+    artifacts_deadline: float = 0.0  # once the result is complete: when writing the artifacts ends
     cancelled: bool = False
     killed: bool = False
     timing_out: bool = False
@@ -83,6 +103,45 @@ class Child:
     kill_at: float = 0.0
     imports: list[str] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # as far as the child reported it
+
+    @property
+    def verifying(self) -> bool:
+        """Its result went out and the completed one is still to come."""
+        return self.result_sent and self.completes and not self.completed
+
+
+@dataclass
+class Spare:
+    """A child forked ahead of its job, warming up or waiting for it (child.py, `run_child`)."""
+
+    pid: int
+    channel: socket.socket  # the job's message and the target's kept fills go through it
+    events_fd: int
+    output_fd: int
+    dump: IO[bytes]
+    ready: bool = False  # warmed up (it said so on its channel): a job started now waits for nothing
+    listening: bool = False  # its channel is in the zygote's selector (until it says it is warm)
+
+    def fds(self) -> list[int]:
+        return [self.channel.fileno(), self.events_fd, self.output_fd, self.dump.fileno()]
+
+    def discard(self) -> None:
+        """Kill it and close this side (the zygote reaps it)."""
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.close()
+
+    def close(self) -> None:
+        if self.channel.fileno() >= 0:
+            self.channel.close()
+        for fd in (self.events_fd, self.output_fd):
+            os.close(fd)
+        self.dump.close()
 
 
 class Zygote:
@@ -93,6 +152,10 @@ class Zygote:
         self.replies_fd = replies_fd
         self.user_env = user_env
         self.jobs: dict[int, Child] = {}
+        # (root, target) -> the memory file of its kept random fills, least recently used first
+        self.kept_fills: dict[tuple[str, str], int] = {}
+        self.spare: Spare | None = None
+        self.discarded: list[int] = []  # spares killed, still to be reaped
         self.requests = FrameReader()
         self.closing = False
         self.server_gone = False
@@ -112,12 +175,16 @@ class Zygote:
 
     def serve(self) -> None:
         while not (self.closing and not self.jobs):
+            if self.preloader.wanted and not self.jobs and not self.closing:
+                self._preload()
+            if (self.spare is None and not self.closing and not self.preloader.wanted
+                    and all(job.result_sent for job in self.jobs.values())):
+                # (while no job waits for its result: the spare's warm-up takes no job's time)
+                self._fork_spare()
             for key, _ in self.selector.select(self._seconds_to_next_timer()):
                 key.data(key.fd)
             self._check_timers()
             self._reap()
-            if self.preloader.wanted and not self.jobs and not self.closing:
-                self._preload()
 
     def _send(self, message: dict[str, Any]) -> None:
         if self.server_gone:
@@ -165,8 +232,9 @@ class Zygote:
         """Kill every running job; a child that already sent its result may finish writing
         the report of its export (within its artifacts deadline) before the zygote exits."""
         self.closing = True
+        self._discard_spare()
         for job in self.jobs.values():
-            if not job.result_sent:
+            if not job.result_sent or job.verifying:
                 job.cancelled = True
                 self._kill(job)
 
@@ -174,7 +242,8 @@ class Zygote:
 
     def _own_fds(self) -> list[int]:
         """Descriptors a child must close: the protocol, the loop's, other jobs' pipes."""
-        fds = [self.requests_fd, self.replies_fd, self.wakeup_r, self.wakeup_w, self.selector.fileno()]
+        fds = [self.requests_fd, self.replies_fd, self.wakeup_r, self.wakeup_w, self.selector.fileno(),
+               *self.kept_fills.values(), *(self.spare.fds() if self.spare else [])]
         for job in self.jobs.values():
             fds += [fd for fd in (job.events_fd, job.output_fd, job.dump.fileno()) if fd is not None]
         return fds
@@ -190,18 +259,52 @@ class Zygote:
                 # It is writing the report of the export this job supersedes: its rename must not
                 # land after the new job's (atomic writes make the kill safe).
                 self._kill(earlier)
+        kept_fills_fd = self._kept_fills_of(spec)
+        spare, self.spare = self.spare, None
+        if spare is not None and not spare.ready:  # it may have said so since the loop last looked
+            self._on_spare(spare.channel.fileno(), spare)
+        if spare is not None and spare.ready and self._hand_over(spare, message, kept_fills_fd):
+            pid, events_r, output_r, dump = spare.pid, spare.events_fd, spare.output_fd, spare.dump
+        else:
+            if spare is not None:
+                self._discard(spare)
+            pid, events_r, output_r, dump = self._fork_child({**message, "kept_fills_fd": kept_fills_fd},
+                                                             keep=kept_fills_fd)
+        now = time.monotonic()
+        job = Child(id=message["id"], spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
+                  dump=dump, started=now, deadline=now + spec.timeout)
+        self.jobs[job.id] = job
+        self.selector.register(events_r, selectors.EVENT_READ, lambda fd, job=job: self._on_events(job))
+        self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
+        self._send({"type": "started", "id": job.id, "pid": pid})
+
+    def _fork_child(self, message: dict[str, Any] | None,
+                    keep: int | None = None) -> tuple[int, int, int, IO[bytes]]:
+        """Fork a child for `message`'s job (keeping the descriptor `keep` open in it), or, with
+        None, a spare (`self.spare`) whose job comes through its channel: (pid, its events pipe,
+        its output pipe, its dump file)."""
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         dump = tempfile.TemporaryFile()
-        zygote_fds = self._own_fds() + [events_r, output_r]
-        pid = os.fork()
+        channel, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if message is None else (None, None)
+        zygote_fds = [fd for fd in self._own_fds() if fd != keep] + [events_r, output_r]
+        name = process_name()
+        if channel is not None:
+            zygote_fds.append(channel.fileno())
+            set_process_name(WARMING_NAME)  # the spare has its name from its first instant
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if pid != 0 and channel is not None:  # the zygote's own name back (fork failed too)
+                set_process_name(name)
         if pid == 0:  # the child
             try:
                 from onnxlens.exporter.worker.child import run_child
 
                 run_child(self.pipeline, message, events_fd=events_w, output_fd=output_w,
                           dump_fd=dump.fileno(), zygote_pid=os.getppid(), zygote_fds=zygote_fds,
-                          user_env=self.user_env)
+                          user_env=self.user_env, channel=spare_end)
             finally:
                 os._exit(INTERNAL_ERROR_STATUS)
         try:
@@ -212,13 +315,72 @@ class Zygote:
         os.close(output_w)
         os.set_blocking(events_r, False)
         os.set_blocking(output_r, False)
-        now = time.monotonic()
-        job = Child(id=message["id"], spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
-                  dump=dump, started=now, deadline=now + spec.timeout)
-        self.jobs[job.id] = job
-        self.selector.register(events_r, selectors.EVENT_READ, lambda fd, job=job: self._on_events(job))
-        self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
-        self._send({"type": "started", "id": job.id, "pid": pid})
+        if channel is not None:
+            spare_end.close()
+            self.spare = Spare(pid, channel, events_r, output_r, dump)
+            channel.setblocking(False)
+            self.selector.register(channel, selectors.EVENT_READ, self._on_spare)
+            self.spare.listening = True
+        return pid, events_r, output_r, dump
+
+    def _on_spare(self, fd: int, spare: Spare | None = None) -> None:
+        """The spare says it is warm (or its channel closed: it is gone, `_reap` sees it)."""
+        spare = spare or self.spare
+        if spare is None or spare.channel.fileno() != fd:
+            return
+        self._stop_listening(spare)
+        try:
+            spare.ready = spare.channel.recv(1) == b"R"
+        except OSError:
+            spare.ready = False
+
+    def _fork_spare(self) -> None:
+        try:
+            self._fork_child(None)
+        except OSError as error:  # no spare: jobs fork their own child
+            print(f"onnxlens worker: no spare child ({error})", file=sys.stderr)
+
+    def _hand_over(self, spare: Spare, message: dict[str, Any], kept_fills_fd: int | None) -> bool:
+        """Give the spare its job (the target's kept fills with it); False if it is gone."""
+        try:
+            spare.channel.setblocking(True)
+            socket.send_fds(spare.channel, [pack(message)], [kept_fills_fd] if kept_fills_fd is not None else [])
+        except OSError:
+            return False
+        spare.channel.close()
+        return True
+
+    def _stop_listening(self, spare: Spare) -> None:
+        if spare.listening:
+            self.selector.unregister(spare.channel)
+            spare.listening = False
+
+    def _discard(self, spare: Spare) -> None:
+        self._stop_listening(spare)
+        spare.discard()
+        self.discarded.append(spare.pid)
+
+    def _discard_spare(self) -> None:
+        if self.spare is not None:
+            self._discard(self.spare)
+            self.spare = None
+
+    def _kept_fills_of(self, spec: TargetSpec) -> int | None:
+        """The memory file of the target's kept random fills (made on its first job)."""
+        from onnxlens.exporter.pipeline.kept_fills import LIMIT_BYTES  # (the pipeline is loaded by now)
+
+        key = (spec.root, spec.name)
+        fd = self.kept_fills.pop(key, None)
+        if fd is None:
+            try:
+                fd = os.memfd_create(f"onnxlens-fills-{spec.name}", os.MFD_CLOEXEC)
+            except (AttributeError, OSError):  # no memfd here: nothing is kept
+                return None
+        self.kept_fills[key] = fd
+        while len(self.kept_fills) > KEPT_TARGETS or (
+                len(self.kept_fills) > 1 and sum(os.fstat(kept).st_size for kept in self.kept_fills.values()) > LIMIT_BYTES):
+            os.close(self.kept_fills.pop(next(iter(self.kept_fills))))  # the least recently exported target's
+        return fd
 
     def _read_pipe(self, job: Child, name: str) -> bytes | None:
         """What the job's pipe `name` has now: None when nothing is there yet, or at its end
@@ -253,11 +415,20 @@ class Zygote:
                 job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
             elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
                 job.result_sent = True
+                job.completes = message.get("completes") is True
                 job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
                 job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
                 self._send({"type": "result", "id": job.id, "result": message.get("result"),
-                            "cancelled": False})
+                            "cancelled": False, "completes": job.completes})
+            elif message.get("type") == "completed" and job.verifying and not job.cancelled:
+                self._complete(job, message.get("result"))
         return True
+
+    def _complete(self, job: Child, result: Any, reason: str | None = None) -> None:
+        """The completed result (None: the child ended first; `reason` says how)."""
+        job.completed = True
+        job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
+        self._send({"type": "completed", "id": job.id, "result": result, "reason": reason})
 
     def _on_output(self, job: Child) -> bool:
         data = self._read_pipe(job, "output_fd")
@@ -313,13 +484,18 @@ class Zygote:
             if job.timing_out:
                 times.append(now + DUMP_POLL)
             else:
-                times.append(job.artifacts_deadline if job.result_sent else job.deadline)
+                times.append(job.artifacts_deadline if job.result_sent and not job.verifying else job.deadline)
         return max(0.0, min(times) - now) if times else None
 
     def _check_timers(self) -> None:
         now = time.monotonic()
         for job in list(self.jobs.values()):
             if job.killed:
+                continue
+            if job.verifying:
+                if now >= job.deadline:  # verification counts toward the job's time limit
+                    self._kill(job)
+                    self._complete(job, None, f"verification did not end within the time limit ({job.spec.timeout:g} s)")
                 continue
             if job.result_sent:
                 if now >= job.artifacts_deadline:
@@ -344,7 +520,8 @@ class Zygote:
 
     def _preload(self) -> None:
         # A library's import may register ops torchlib translates (torchvision's): the tables
-        # follow here, once, rather than in every child.
+        # follow here, once, rather than in every child. A spare forked before lacks them.
+        self._discard_spare()
         message = self.preloader.run(after_imports=self.pipeline.refresh)
         if message is not None:
             self._send(message)
@@ -352,6 +529,14 @@ class Zygote:
     # ---- ends of children ----------------------------------------------------------------
 
     def _reap(self) -> None:
+        if self.spare is not None and _ended(self.spare.pid):
+            os.waitpid(self.spare.pid, 0)
+            self._stop_listening(self.spare)
+            self.spare.close()
+            self.spare = None
+        for pid in [pid for pid in self.discarded if _ended(pid)]:
+            os.waitpid(pid, 0)
+            self.discarded.remove(pid)
         for job in list(self.jobs.values()):
             try:
                 # WNOWAIT: look without reaping, so the pid (= its process group id) cannot be
@@ -394,11 +579,22 @@ class Zygote:
             job.result_sent = True
             self._send({"type": "result", "id": job.id, "cancelled": result is None,
                         "result": result.to_dict() if result else None})
+        elif job.verifying and not job.cancelled:
+            how, _ = describe_status(status)
+            self._complete(job, None, f"the export process {how} while verifying")
         job.dump.close()
         self.preloader.want(job.imports)
         del self.jobs[job.id]
         self._send({"type": "exited", "id": job.id, "status": status,
                     "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss})
+
+
+def _ended(pid: int) -> bool:
+    """The child has ended (not reaped yet)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 def _read_some(fd: int | None) -> bytes | None:

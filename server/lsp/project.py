@@ -58,6 +58,9 @@ class TargetState:
         A failed export may have stopped importing early (a syntax error in the model file), so
         its closure is partial: keep what earlier results learned too, or a fix in a file the
         failed run never reached would not re-export.
+
+        A saved export is recorded twice, shown before its verification and completed after it
+        (the same `export_id`): its graph's change is the one against the export before it.
         """
         learned = {norm(p) for p in (*result.closure, *result.absent)}
         learned |= {norm(f.location.file) for f in result.findings if f.location}
@@ -65,8 +68,12 @@ class TargetState:
             self.closure = learned | self.spec_files
         else:
             self.closure |= learned | self.spec_files
+        completes_shown = (self.result is not None and bool(result.export_id)
+                           and self.result.export_id == result.export_id)
         self.result = result
         self.reported.clear()  # the result has the final word on every reported finding
+        if completes_shown:
+            return
         exported = ExportedGraph.of(result)
         self.change = graph_change(self.graph, exported) if exported is not None and self.graph is not None else None
         if exported is not None:

@@ -1,7 +1,9 @@
 """When to export: debounce triggers per target, run at most one job per target, and let a newer
 trigger cancel the running job. Runs one export end to end: progress, the service, findings the
 job sends ahead of its result, then the result and the export's status go to the callbacks the
-session gave (`on_findings`, `on_result`, `on_status`).
+session gave (`on_findings`, `on_result`, `on_status`). A saved export's result goes to them as
+soon as it is saved (its status `verifying`), and the completed one when its verification ends;
+a newer trigger then cancels only the verification.
 
 Everything here runs on the server's event loop; the export itself is a worker process, so the
 loop stays free to answer hovers and code actions while a job runs.
@@ -217,6 +219,16 @@ class ExportScheduler:
         started = time.perf_counter()
         running = True  # a cancelled job's process may still send events: they are not shown
         first_findings: float | None = None  # seconds from the start to the first findings shown
+        saved: ExportResult | None = None  # the saved export's result, shown while it is verified
+        saved_seconds: float | None = None
+
+        def on_saved(result: ExportResult) -> None:
+            nonlocal saved, saved_seconds
+            if not running:
+                return
+            saved, saved_seconds = result, time.perf_counter() - started
+            self._on_result(project, spec.name, result, reason)  # records it: state.change is its change
+            self._on_status(ExportStatus.of_result(result, state.change, verifying=True))
 
         def on_event(event: ProgressEvent) -> None:
             nonlocal first_findings
@@ -224,7 +236,8 @@ class ExportScheduler:
                 return
             if (message := progress_message(event)) is not None:
                 progress.report(message)
-            if isinstance(event, StageEvent) and event.state == "begin":
+            if isinstance(event, StageEvent) and event.state == "begin" and saved is None:
+                # (once the saved result is shown, its status says `verifying` until the end)
                 self._on_status(ExportStatus(target=spec.name, state="exporting", stage=event.stage))
             if isinstance(event, FindingsEvent):
                 if first_findings is None and event.findings:
@@ -233,10 +246,15 @@ class ExportScheduler:
 
         try:
             result = await self._service.export(spec, on_event, use_cache=False if force else None,
-                                                previous=state.graph)
+                                                previous=state.graph, on_saved=on_saved)
         except asyncio.CancelledError:
             running = False
             self.stats.count(spec.name, "cancelled")
+            if saved is not None:  # the export is saved and shown; only its verification stops
+                shown = ExportStatus.of_result(saved, state.change)
+                self._on_status(shown)
+                progress.end(f"{shown.summary} (not verified: cancelled)")
+                raise
             self._on_findings(project, spec.name, None)
             cancelled = ExportStatus(target=spec.name, state="cancelled", summary=f"{spec.name}: cancelled")
             self._on_status(cancelled)
@@ -259,6 +277,9 @@ class ExportScheduler:
             "service_seconds": service_seconds, "cached": result.cached,
             # from the service call to the first findings shown ahead of the result (None: none were)
             "first_findings_seconds": first_findings,
+            # from the service call to the saved export's result shown, before its verification
+            # ended (None: the result came complete)
+            "saved_seconds": saved_seconds,
             # from the last trigger (minus the debounce) to the diagnostics written: what the
             # server adds around the service is this minus service_seconds.
             "trigger_to_publish_seconds": time.perf_counter() - self._requested_at.get((project.key, target), started),

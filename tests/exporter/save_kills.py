@@ -2,7 +2,8 @@
 
 The process that test_save_kills.py runs (torch imported once, two real models exported):
 
-1. the OLD model's pair is saved to OUT (pipeline/save.py's `save_onnx`, as the pipeline does);
+1. the OLD model's pair is saved to OUT (pipeline/save.py's `save_onnx`, then `name_by_content`,
+   as the pipeline does: the result between them);
 2. a forked child saves the NEW model over it while `strace -f -p CHILD` records every syscall
    of the save (the child stops itself with SIGSTOP before saving, and the save starts only
    once strace has attached), so the trace is the save's whole syscall list;
@@ -15,8 +16,11 @@ The process that test_save_kills.py runs (torch imported once, two real models e
 5. once more killed at the commit (the rename onto the .onnx), then one save run to its end:
    what the killed save left behind must be gone;
 6. the control: the same kills at the renames of a save that keeps the stock names and renames
-   the data file, then the graph (the scheme the digest-named data file replaced): the harness
+   the data file, then the graph (the scheme the data files named per save replaced): the harness
    must see its torn pair.
+
+A pair is told by its graph with the data file's name taken out, and the weights it names: the
+new pair names its weights by a token first, then by their content (save.py).
 
 The report (JSON) holds the facts; the test asserts on them. Linux only (fork, strace).
 """
@@ -24,6 +28,7 @@ The report (JSON) holds the facts; the test asserts on them. Linux only (fork, s
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
 import re
@@ -75,12 +80,16 @@ def save_with_two_renames(program, destination: Path) -> None:
     staging.rmdir()
 
 
-def save_in_child(program, destination: Path, strace_args: list[str], save=None) -> tuple[str, str]:
+def pipeline_save(program, destination: Path) -> None:
+    """The whole save as the pipeline does it: committed, then named by content."""
+    from onnxlens.exporter.pipeline.save import name_by_content, save_onnx
+
+    name_by_content(save_onnx(program, str(destination)))
+
+
+def save_in_child(program, destination: Path, strace_args: list[str], save=pipeline_save) -> tuple[str, str]:
     """Fork a child that saves `program` (with `save`; default: the pipeline's), under strace
     from its first syscall; (how the child ended, strace's stderr)."""
-    from onnxlens.exporter.pipeline.save import save_onnx
-
-    save = save or save_onnx
     pid = os.fork()
     if pid == 0:
         try:
@@ -108,10 +117,34 @@ def save_in_child(program, destination: Path, strace_args: list[str], save=None)
     return ended, attached + rest
 
 
+def _unnamed(graph: bytes) -> bytes:
+    """The graph with its data file's name taken out."""
+    import onnx
+
+    from onnxlens.exporter.onnx_pair import locations, relocate
+
+    model = onnx.load_from_string(graph)
+    for location in locations(model):
+        relocate(model, location, "DATA")
+    return model.SerializeToString()
+
+
+def _pair_of(files: dict[str, bytes], name: str, data: Path | None) -> tuple[bytes, bytes | None]:
+    """A snapshot's pair: its graph without the data file's name, and the weights it names (or
+    those of `data`'s name, for the control)."""
+    import onnx
+
+    from onnxlens.exporter.onnx_pair import locations
+
+    named = locations(onnx.load_from_string(files[name]))
+    data_name = data.name if data else (next(iter(named)) if named else None)
+    return _unnamed(files[name]), files.get(data_name)
+
+
 def pair_state(directory: Path, name: str, pairs: dict[str, dict[str, bytes]], expected, x,
                data: Path | None = None) -> dict:
-    """Which pair the .onnx in `directory` is, by bytes and by what onnxruntime computes; `data`:
-    the data file, when the graph does not name it by content (the control's)."""
+    """Which pair the .onnx in `directory` is, by bytes (the data file's name aside) and by what
+    onnxruntime computes; `data`: the data file, when the graph does not name it (the control's)."""
     import onnxruntime
 
     from onnxlens.exporter.onnx_pair import named_data_file
@@ -122,11 +155,12 @@ def pair_state(directory: Path, name: str, pairs: dict[str, dict[str, bytes]], e
         state["pair"] = "no .onnx"
         return state
     graph = onnx_path.read_bytes()
+    given = data
     data = data or named_data_file(onnx_path)
     state["data"] = data.name if data else None
     weights = data.read_bytes() if data and data.exists() else None
-    state["pair"] = next((which for which, files in pairs.items()
-                          if files[name] == graph and files.get(state["data"]) == weights), "neither")
+    here = (_unnamed(graph), weights)
+    state["pair"] = next((which for which, files in pairs.items() if _pair_of(files, name, given) == here), "neither")
     try:
         session = onnxruntime.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
         output = session.run(None, {session.get_inputs()[0].name: x})[0]
@@ -141,19 +175,21 @@ def pair_state(directory: Path, name: str, pairs: dict[str, dict[str, bytes]], e
 def main(out: Path, report: Path) -> None:
     import torch
 
-    from onnxlens.exporter.pipeline.save import save_onnx
+    from onnxlens.exporter.onnx_pair import named_data_file
 
     torch.set_num_threads(1)  # the children fork from here (exporter-internals.md: OpenMP)
     (old_program, new_program), expected, x = models()
     name = "net.onnx"
     destination = out / name
     out.mkdir(parents=True, exist_ok=True)
-    save_onnx(old_program, str(destination))
+    pipeline_save(old_program, destination)
     old = snapshot(out)
 
     trace_file = out.parent / "save.trace"
     ended, _ = save_in_child(new_program, destination, ["-f", "-o", str(trace_file)])
     new = snapshot(out)
+    new_data = named_data_file(destination)
+    new_data = {"new_data": new_data.name, "new_data_sha256": hashlib.sha256(new[new_data.name]).hexdigest()}
     calls = []
     for line in trace_file.read_text().splitlines():
         match = _CALL.match(line)
@@ -180,7 +216,7 @@ def main(out: Path, report: Path) -> None:
                                         ["-o", "/dev/null", "-e", f"trace={commit['name']}",
                                          "-e", f"inject={commit['name']}:signal=KILL:when={commit['k']}"])
     left_behind = sorted(p.name for p in out.iterdir())
-    save_onnx(new_program, str(destination))
+    pipeline_save(new_program, destination)
     after_next_save = pair_state(out, name, pairs, expected, x)
 
     control = []
@@ -201,7 +237,8 @@ def main(out: Path, report: Path) -> None:
                         **pair_state(out, name, control_pairs, expected, x, data=destination.with_name(name + ".data"))})
 
     report.write_text(json.dumps({
-        "destination": str(destination), "complete_save": ended, "calls": calls, "old_files": sorted(old), "new_files": sorted(new),
+        "destination": str(destination), "complete_save": ended,
+        **new_data, "calls": calls, "old_files": sorted(old), "new_files": sorted(new),
         "kills": kills, "killed_at_commit": killed_at_commit, "left_behind": left_behind,
         "after_next_save": after_next_save, "control": control,
     }, indent=1))

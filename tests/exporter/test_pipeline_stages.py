@@ -194,11 +194,14 @@ def test_every_run_writes_a_report_with_its_time_and_a_verification(workspace):
     assert f"Total time: {result.seconds:.2f} s" in report
 
 
-def test_two_workspaces_with_a_package_of_the_same_name_do_not_see_each_other(tmp_path):
-    # In one process (tests, benchmarks) the second workspace's `models` must not be the first's.
+@pytest.mark.parametrize("package", ["regular", "namespace"])
+def test_two_workspaces_with_a_package_of_the_same_name_do_not_see_each_other(tmp_path, package):
+    # In one process (tests, benchmarks) the second workspace's `models` must not be the first's,
+    # whether it has an __init__.py or is a namespace package (a directory without one).
     first, second = tmp_path / "first", tmp_path / "second"
     for root, width in ((first, 3), (second, 5)):
-        write(root, "models/__init__.py", "")
+        if package == "regular":
+            write(root, "models/__init__.py", "")
         write(root, "models/sizes.py", f"WIDTH = {width}\n")
         write(root, "models/net.py", "from models.sizes import WIDTH\n"
               + MODEL.replace("nn.Linear(4, 32)", "nn.Linear(4, WIDTH)"))

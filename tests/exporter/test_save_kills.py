@@ -1,8 +1,9 @@
 """A save killed at any instant leaves the old pair or the new one (pipeline/save.py's invariant).
 
-A real save, SIGKILLed by strace on entering each of its syscalls in turn (tests/exporter/
-save_kills.py runs it and reports): after every kill the .onnx and the data file it names are
-byte for byte the old pair or the new one, and onnxruntime computes the old model's outputs or
+A real save (both of its commits: the weights under a token's name, then under their content's),
+SIGKILLed by strace on entering each of its syscalls in turn (tests/exporter/save_kills.py runs
+it and reports): after every kill the .onnx and the data file it names are byte for byte the
+old pair or the new one (the data file's name aside), and onnxruntime computes the old model's outputs or
 the new model's. The control, a save that renames the stock-named data file and then the graph,
 killed the same way at its renames, leaves the old graph beside the new weights, which
 onnxruntime runs with wrong numbers: the harness sees a torn pair when there is one.
@@ -38,12 +39,18 @@ def test_the_trace_is_the_whole_save(report):
     assert report["complete_save"] == "exit 0"
     assert {call["pid"] for call in report["calls"]} == {report["calls"][0]["pid"]}  # no thread went untraced
     names = [call["name"] for call in report["calls"]]
-    # It reaches the commit: the weights renamed to their content's name beside the .onnx, then
-    # the graph renamed onto the .onnx.
+    # Both commits: the weights renamed to a name of their own beside the .onnx, the graph
+    # renamed onto the .onnx; then the weights linked under their content's name, the graph
+    # naming that renamed onto the .onnx.
     targets = [call["paths"][1] for call in report["calls"] if call["name"].startswith("rename")]
     destination = report["destination"]
     weights = [t for t in targets if re.fullmatch(re.escape(destination) + r"\.[0-9a-f]{16}\.data", t)]
-    assert len(weights) == 1 and targets.index(weights[0]) < targets.index(destination), targets
+    commits = [index for index, target in enumerate(targets) if target == destination]
+    assert len(weights) == len(commits) == 2, targets
+    assert targets.index(weights[0]) < commits[0] < targets.index(weights[1]) < commits[1], targets
+    assert weights[1] == f"{destination}.{report['new_data_sha256'][:16]}.data" != weights[0]
+    assert report["new_data"] == weights[1].rsplit("/", 1)[1]  # the saved pair is named by content
+    assert "link" in names or "linkat" in names
     assert "unlink" in names or "unlinkat" in names  # the old pair's data file goes, after the commit
 
 
@@ -75,6 +82,6 @@ def test_the_next_save_removes_what_a_killed_save_left(report):
 
 def test_the_control_two_renames_leave_a_torn_pair(report):
     """The scheme of issue 19: killed between its renames, onnxruntime runs the old graph on the
-    new weights (finite, wrong numbers) — what the digest-named data file prevents."""
+    new weights (finite, wrong numbers) — what data files named per save prevent."""
     states = [(c["pair"], c["computes"]) for c in report["control"]]
     assert ("neither", "neither") in states, states

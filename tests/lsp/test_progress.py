@@ -79,17 +79,22 @@ async def test_export_status_follows_an_export_from_its_start_to_its_outcome(cli
 
     await client.workspace_execute_command_async(lsp.ExecuteCommandParams(command="onnxlens.export", arguments=["mlp"]))
     await client.exports_finished("mlp", finished + 1)
-    await client.wait_for(lambda: _statuses(client, "mlp")[-1]["state"] != "exporting", "mlp's last status", 10)
+    await client.wait_for(lambda: _statuses(client, "mlp")[-1]["state"] != "exporting"
+                          and not _statuses(client, "mlp")[-1]["verifying"], "mlp's last status", 10)
 
     statuses = _statuses(client, "mlp")[seen:]
     assert statuses[0] == {"target": "mlp", "state": "exporting", "stage": None, "seconds": None, "node_count": None,
-                           "problems": 0, "warnings": 0, "cached": False, "verified": None, "summary": "",
-                           "change": None}
-    stages = [s["stage"] for s in statuses[1:-1]]
-    assert all(s["state"] == "exporting" for s in statuses[1:-1])
-    assert stages[:2] == ["load", "capture"] and "verify" in stages
-    end = statuses[-1]
-    assert (end["state"], end["problems"], end["cached"], end["verified"]) == ("ok", 0, False, True)
+                           "problems": 0, "warnings": 0, "cached": False, "verified": None, "verifying": False,
+                           "summary": "", "change": None}
+    *exporting, saved, end = statuses
+    stages = [s["stage"] for s in exporting[1:]]
+    assert all(s["state"] == "exporting" for s in exporting)
+    # Verification comes after the result: the saved export is shown (verifying), then its outcome.
+    assert stages[:2] == ["load", "capture"] and stages[-1] == "save" and "verify" not in stages
+    assert (saved["state"], saved["verifying"], saved["verified"], saved["problems"]) == ("ok", True, None, 0)
+    assert saved["summary"].startswith("mlp: exported in") and saved["summary"].endswith("; verifying")
+    assert saved["change"] == end["change"]  # the same export's change, shown twice
+    assert (end["state"], end["problems"], end["cached"], end["verified"], end["verifying"]) == ("ok", 0, False, True, False)
     assert end["node_count"] > 0 and end["seconds"] > 0
     # The same words as the progress's end, which editors without the notification show.
     assert end["summary"] == _exports_of(client, "mlp")[-1][-1].message

@@ -108,8 +108,10 @@ async def test_a_library_starting_a_thread_retires_the_zygote(service, libraries
     exits = old.exit_count
     assert (await service.export(spec)).status == "ok"
     await _until(lambda: old.exit_count > exits)  # reaped: its imports are wanted
-    # This job makes the zygote preload threadlib, see the thread and ask to be replaced; the
-    # job itself still runs there (or is retried on the new zygote if the old one is gone).
+    # The idle zygote preloads threadlib, sees the thread and asks to be replaced. (Its `exited`
+    # and `retire` messages are apart by the import: a job sent between them would still run
+    # there, in a child that finds threadlib loaded.)
+    await _until(lambda: old.retiring)
     second = await service.export(spec)
     await _until(lambda: not old.alive)
     third = await service.export(spec)

@@ -10,6 +10,7 @@ from pathlib import Path
 import psutil
 
 from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.protocol import SPARE_NAMES
 from onnxlens.server.exports import ExportService
 
 MLP_SOURCE = '''
@@ -28,6 +29,10 @@ class Model(torch.nn.Module):
 def inputs():
     return (torch.randn(2, 8),)
 '''
+
+# Unseeded, with weights big enough for a data file of their own (the public API keeps small
+# ones in the graph).
+WIDE_MLP_SOURCE = MLP_SOURCE.replace("torch.nn.Linear(8, 4)", "torch.nn.Linear(8, 256)")
 
 
 def write_model(root: Path, name: str, source: str) -> Path:
@@ -53,9 +58,11 @@ def spec_for(root: Path, file: str, *, name: str | None = None, model: str = "Mo
 
 
 def worker_children(service: ExportService) -> list[psutil.Process]:
-    """Every live process below the service's zygote (children, grandchildren)."""
+    """Every live process below the service's zygote (jobs' children, their children), but the
+    spare the zygote forks ahead of the next job (named so: exporter/worker/child.py)."""
     try:
         zygote = psutil.Process(service.worker.pid)
-        return [p for p in zygote.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+        return [p for p in zygote.children(recursive=True)
+                if p.status() != psutil.STATUS_ZOMBIE and p.name() not in SPARE_NAMES]
     except psutil.NoSuchProcess:
         return []

@@ -1,0 +1,52 @@
+"""The child forked ahead of the next job (the spare, exporter/worker/zygote.py) runs that job as
+a child forked for it would (real zygote, real children): it is named so until then (SPARE_NAME
+once warm), and an unseeded model draws the same numbers in it as in a child forked at once (its
+warm-up put torch's generator back as the zygote had it)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from onnxlens.exporter.protocol import SPARE_NAME
+from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def _spares(service) -> list[psutil.Process]:
+    try:
+        children = psutil.Process(service.worker.pid).children()
+    except psutil.NoSuchProcess:
+        return []
+    return [p for p in children if p.status() != psutil.STATUS_ZOMBIE and p.name() == SPARE_NAME]
+
+
+async def _a_warm_spare(service, seconds: float = 120.0) -> psutil.Process:
+    deadline = time.monotonic() + seconds
+    while not (spares := _spares(service)):
+        assert time.monotonic() < deadline, "no warm spare child"
+        await asyncio.sleep(0.05)
+    [spare] = spares  # one at a time
+    return spare
+
+
+async def test_a_job_in_the_spare_draws_what_a_job_in_a_fresh_child_draws(service, tmp_path):
+    for name in ("a.py", "b.py"):
+        write_model(tmp_path, name, WIDE_MLP_SOURCE)
+    spare = await _a_warm_spare(service)
+
+    # Two at once: the first takes the spare, the second's child is forked for it (no spare is
+    # forked while a job waits for its result).
+    first, second = await asyncio.gather(service.export(spec_for(tmp_path, "a.py")),
+                                         service.export(spec_for(tmp_path, "b.py")))
+
+    assert (first.status, second.status) == ("ok", "ok"), (first.findings, second.findings)
+    assert not spare.is_running() or spare.status() == psutil.STATUS_ZOMBIE or spare.name() != SPARE_NAME
+    assert Path(first.onnx_data).read_bytes() == Path(second.onnx_data).read_bytes()
+    next_spare = await _a_warm_spare(service)  # forked again once no job waits
+    assert next_spare.pid != spare.pid
