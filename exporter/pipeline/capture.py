@@ -7,8 +7,10 @@ strict (dynamo) names the data-dependent branch). Where torch stops at the first
 problems (a data-dependent value, an op without a fake kernel) we also run
 `torch.export.draft_export`, which carries on past them and reports every one: those past the
 first are findings of their own, marked so. Its program silently bakes in the branch the example
-input took: it is only read for its report, never exported. A higher-order op's body dynamo
-rejects as a whole is placed in the body (hop_bodies.py), a dynamic-shapes declaration the code
+input took: it is only read for its report, never exported (past_first.py). A higher-order op's
+body dynamo rejects as a whole, or whose outputs torch's code for the op cannot read, is placed in
+the body, and the bodies or body checks the first refusal hid are findings past it too
+(hop_bodies.py); a dynamic-shapes declaration the code
 contradicts on the line that does (dynamic_dims.py), inputs or dynamic shapes that do not fit the
 model on the factory's `return` that built them (input_mistakes.py), a symbolic value a torch
 function refuses with the line that made it related (symbolic_arguments.py). While capture traces, ops that certainly
@@ -28,8 +30,9 @@ import onnxlens.exporter.pipeline.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
 from onnxlens.exporter.pipeline.errors import exception_chain, first_line
-from onnxlens.exporter.pipeline.hop_bodies import body_failure
+from onnxlens.exporter.pipeline.hop_bodies import bodies_past_first, body_failure
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.past_first import FurtherProblem, further_findings
 from onnxlens.exporter.pipeline.stacks import helper_frames_kept
 from onnxlens.exporter.pipeline.symbolic_arguments import SymbolicArgument, symbolic_argument
 from onnxlens.exporter.pipeline.traced_ops import ops_checked_while_traced
@@ -99,14 +102,17 @@ def run(job: Job) -> None:
         explained = _output_finding(job, captured, unflattenable)
         if explained is not None:
             job.fail([explained])
-    draft = []
+    further: list[FurtherProblem] = []
     # The failures draft_export carries on past (the first is torch's; it reports the next ones too).
     if any(is_data_dependent(a.error) or misses_fake_kernel(a.error) for a in captured.attempts):
         try:
-            draft = draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
+            further += draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
         except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
             job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
-    job.fail(relocate_refusal(findings_for_failure(captured, job.workspace, job.fallback, draft), job))
+    # The higher-order op bodies behind the first one dynamo refused.
+    further += bodies_past_first(target, [(a.strategy, a.error) for a in captured.attempts], job.workspace,
+                                 user_frames, job.log)
+    job.fail(relocate_refusal(findings_for_failure(captured, job.workspace, job.fallback, further), job))
 
 
 def _output_finding(job: Job, captured: Capture, type_name: str) -> Finding | None:
@@ -134,8 +140,8 @@ def misses_fake_kernel(error: BaseException) -> bool:
     return any(internals.is_missing_fake_kernel(item) for item in exception_chain(error))
 
 
-def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[tuple[str, str, list[Frame]]]:
-    """(failure type, description, frames outermost first) for each problem draft_export saw."""
+def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[FurtherProblem]:
+    """Each problem draft_export saw, with its chain (outermost first)."""
     failures, files = internals.draft_export_failures(model, args, kwargs, dynamic_shapes)
     problems = []
     for failure in failures:
@@ -150,25 +156,25 @@ def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -
                            f"{data.get('result')}): torch.export cannot decide it for every input")
         else:
             description = f"{kind.lower().replace('_', ' ')}: {data.get('op', '')}".rstrip(": ")
-        problems.extend((kind, description, frames) for frames in chains)
+        problems.extend(FurtherProblem(description, "by torch.export.draft_export", frames) for frames in chains)
     return problems
 
 
 def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback: Location | None,
-                         draft: list[tuple[str, str, list[Frame]]]) -> list[Finding]:
+                         further: list[FurtherProblem]) -> list[Finding]:
     """One finding per distinct user line among all strategies' errors, then one per problem
-    draft_export saw past them.
+    found past them (past_first.py): `further`, and what torch would refuse next in a body an
+    error is about (hop_bodies.py).
 
     An error without any user line (shown at the model's definition) is only its own finding
     when no other strategy located the problem; otherwise it becomes a note of the located one.
-    A problem of draft_export's report is new when the innermost line of its chain is no line
-    of the findings so far (two data-dependent lines of one library function share the user's
-    call): its own finding, on the user's line with that chain, marked as found past the first.
     """
     findings: dict[tuple, Finding] = {}
     unlocated: list[tuple[Attempt, Finding]] = []
+    behind: list[FurtherProblem] = []
     for attempt in capture_result.attempts:
-        finding, located = _finding_for_error(attempt, workspace, fallback)
+        finding, located, next_problems = _finding_for_error(attempt, workspace, fallback)
+        behind.extend(next_problems)
         if not located:
             unlocated.append((attempt, finding))
             continue
@@ -184,29 +190,7 @@ def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback
         else:
             findings.setdefault(_key(finding), finding)
     found = list(findings.values())
-    covered = {place for finding in found for place in _lines(finding)}
-    for kind, description, frames in draft:
-        visible = [frame for frame in frames if classify(frame.file, workspace) is not Origin.INTERNAL]
-        innermost = (os.path.realpath(visible[-1].file), visible[-1].line) if visible else None
-        if innermost is None or innermost in covered:
-            continue
-        covered.add(innermost)
-        place = locate(frames, workspace)
-        message = f"found past the first failure by torch.export.draft_export: {description}"
-        if place.at_fallback(fallback):
-            message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
-        if place.location is not None:
-            found.append(Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
-                                 source_line=place.source_line, docs_url=EXPORTDB_URL, message=message))
-    return found
-
-
-def _lines(finding: Finding) -> set[tuple[str, int]]:
-    """The lines a finding names: its primary location and its related ones."""
-    lines = {(os.path.realpath(related.file), related.line) for related in finding.related}
-    if finding.location is not None:
-        lines.add((os.path.realpath(finding.location.file), finding.location.line))
-    return lines
+    return found + further_findings(behind + further, found, workspace, fallback, EXPORTDB_URL)
 
 
 def _key(finding: Finding) -> tuple:
@@ -214,8 +198,10 @@ def _key(finding: Finding) -> tuple:
     return (location.file, location.line) if location else ("", 0)
 
 
-def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Location | None) -> tuple[Finding, bool]:
-    """The finding for one strategy's error, and whether it found a user line."""
+def _finding_for_error(attempt: Attempt, workspace: Workspace,
+                       fallback: Location | None) -> tuple[Finding, bool, list[FurtherProblem]]:
+    """The finding for one strategy's error, whether it found a user line, and the problems
+    torch would refuse next in the body the error is about (hop_bodies.py)."""
     error = attempt.error
     frames = user_frames(error, workspace)
     body = body_failure(error, frames, workspace)
@@ -224,6 +210,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     message = f"torch.export ({attempt.strategy}) failed: {_summary(error)}"
     if body is not None:
         message += f"\n({body.note})"
+        place.related.extend(body.related)
     made = _symbolic_argument_made(error, frames, workspace)
     if made is not None:
         place.related.insert(0, Related(file=os.path.realpath(made.made.file), line=made.made.line, message=(
@@ -244,7 +231,7 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace, fallback: Locatio
     fixes = _check_fixes(error, place.location, place.source_line)
     finding = Finding(code="torch-export", stage="capture", location=place.location, related=place.related,
                       source_line=place.source_line, docs_url=docs_url, fixes=fixes, message=message)
-    return finding, located
+    return finding, located, body.further if body is not None else []
 
 
 def _symbolic_argument_made(error: BaseException, frames: list[Frame], workspace: Workspace) -> SymbolicArgument | None:

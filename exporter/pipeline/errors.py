@@ -19,7 +19,8 @@ from typing import Any, Iterator, NoReturn
 
 import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import from_stack_trace, from_traceback, is_user_code, locate
-from onnxlens.exporter.pipeline.failed_nodes import input_named_in, interpreted_node, node_named_in, subgraph_owner
+from onnxlens.exporter.pipeline.failed_nodes import (input_named_in, interpreted_node, layout_change, node_named_in,
+                                                     subgraph_owner)
 from onnxlens.exporter.pipeline.hop_bodies import body_return
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import full_stack_trace
@@ -59,6 +60,9 @@ def error_finding(job: Job, error: BaseException, code: str, context: str, node:
         if innermost is not None:
             place.related.insert(0, Related(file=os.path.realpath(innermost.file), line=innermost.line,
                                             message="raised here", column=innermost.column or 1))
+        origin = _layout_origin(job, chain, node)
+        if origin is not None:
+            place.related.insert(1 if place.related else 0, origin)
     if place is None or place.location is None:
         # No line of the user's code on the node's chain: where the user's code raised, if it
         # did (a custom translation); else the node's library frames still say where it was.
@@ -77,6 +81,24 @@ def error_finding(job: Job, error: BaseException, code: str, context: str, node:
         message += "\n(no line of your code is on the failing call chain: shown at the model's definition)"
     return Finding(code=code, stage=job.stage, location=place.location, related=place.related,
                    source_line=place.source_line, message=message)
+
+
+def _layout_origin(job: Job, chain: list[BaseException], node: Any) -> Related | None:
+    """Where the layout the failing node could not work with comes from (failed_nodes.layout_change):
+    the innermost line outside torch of the op whose output's strides changed since the graph
+    was built."""
+    change = layout_change(chain)
+    if change is None or change.node is node:
+        return None
+    origin = onnx_nodes.place(None, change.node, job.workspace)
+    where = origin.location or (origin.related[0] if origin.related else None)
+    if where is None:
+        return None
+    now = f", {change.now} in this pass" if change.now is not None else ""
+    return Related(file=where.file, line=where.line, column=where.column or 1, message=(
+        f"the failing op's input comes from {change.node.target} here, whose output this pass lays out otherwise "
+        f"than the graph recorded (strides {change.built} recorded{now}): the failing op was made for the "
+        "recorded layout"))
 
 
 def internal_finding(job: Job, error: BaseException) -> Finding:

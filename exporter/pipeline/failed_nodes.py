@@ -21,6 +21,7 @@ lands on that line (errors.py). The node is found, in this order, as:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from onnxlens.exporter.pipeline.job import Job
@@ -64,6 +65,70 @@ def interpreted_node(chain: list[BaseException]) -> Any:
         if found is not None:
             return found
     return None
+
+
+@dataclass
+class LayoutChange:
+    """An op whose output's memory layout a re-run of the graph computed differently from the
+    one the graph was built with, upstream of the node that failed."""
+
+    node: Any  # the FX node whose output's strides changed (its inputs' did not)
+    built: tuple  # the strides the graph recorded for it (node.meta["val"])
+    now: tuple | None  # the strides the interpreter that failed computed, when it still holds them
+
+
+def layout_change(chain: list[BaseException]) -> LayoutChange | None:
+    """Why a node a `torch.fx.Interpreter` was running failed on its input's layout: the graph was
+    built with other strides than the interpreter met. A pass records each node's output
+    (`meta["val"]`) and makes its decisions from it (a `reshape` becomes a `view` where the
+    recorded strides allow one); a later pass re-runs the graph and an op's fake kernel may lay
+    its output out otherwise (scaled_dot_product_attention with a mask), so the view the earlier
+    pass chose cannot be made: `Cannot view a tensor ... with strides ...`. The culprit is the op
+    where the strides first differ: followed upstream from the failing node through inputs whose
+    computed strides differ from the recorded ones (same shape), and through views (a view's
+    layout is its input's, rearranged: the interpreter has dropped values it no longer needs), to
+    the op that made the tensor. None when no input of the failing node has changed strides."""
+    import torch
+
+    for item in chain:
+        running = None
+        for local in _frame_locals(item):
+            interpreter, node = local.get("self"), local.get("n", local.get("node"))
+            if isinstance(interpreter, torch.fx.Interpreter) and isinstance(node, torch.fx.Node):
+                running = (interpreter, node)  # keep going: the innermost frame wins
+        if running is None:
+            continue
+        interpreter, node = running
+        changed = [source for source in node.all_input_nodes if _strides_changed(interpreter, source)]
+        if not changed:
+            return None
+        origin, seen = changed[0], set()
+        while origin not in seen:
+            seen.add(origin)
+            upstream = ([source for source in origin.all_input_nodes if _strides_changed(interpreter, source)]
+                        or [source for source in internals.aliased_arguments(origin)
+                            if isinstance(source, torch.fx.Node) and source not in interpreter.env])
+            if not upstream:
+                now = interpreter.env.get(origin)
+                return LayoutChange(origin, tuple(origin.meta["val"].stride()),
+                                    tuple(now.stride()) if isinstance(now, torch.Tensor) else None)
+            origin = upstream[0]
+        return None
+    return None
+
+
+def _strides_changed(interpreter: Any, node: Any) -> bool:
+    """The interpreter computed `node`'s output with the recorded shape but other strides than
+    the graph recorded."""
+    import torch
+
+    built, now = node.meta.get("val"), interpreter.env.get(node)
+    if not (isinstance(built, torch.Tensor) and isinstance(now, torch.Tensor)):
+        return False
+    try:
+        return tuple(built.shape) == tuple(now.shape) and tuple(built.stride()) != tuple(now.stride())
+    except Exception:  # noqa: BLE001 - symbolic sizes torch cannot compare here: no claim
+        return False
 
 
 def subgraph_owner(chain: list[BaseException]) -> Any:

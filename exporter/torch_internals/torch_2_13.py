@@ -246,33 +246,85 @@ def is_data_dependent_guard(error: BaseException) -> bool:
 @dataclass
 class HopBodyFailure:
     """A higher-order op's body that dynamo traced and then rejected as a whole (its output
-    aliases an input, it mutates an input): no frame of the error is in the body."""
+    aliases an input or another output, it mutates an input): no frame of the error is in the
+    body."""
 
     op: str  # the higher-order op: "cond", "while_loop", "scan", "map_impl"
-    problem: str  # "aliasing" (an output is an input or a view of one) or "input mutation"
+    problem: str  # "aliasing" (an output is an input or a view of one, or two outputs share one tensor) or "input mutation"
     node_traces: list[str]  # FX stack traces of the body's nodes at fault: in-place calls first, then the nodes named
     functions: list[tuple[str, int, str]]  # the function traced (file, first line, name), then those it wraps
+    # For aliasing, which values share a tensor, as torch's check words it: "input-to-output",
+    # "output-to-output" or "input-to-input"; "" for a mutation.
+    aliasing: str = ""
 
 
 def hop_body_failure(error: BaseException) -> HopBodyFailure | None:
     """The body behind a capture error raised by dynamo's check of a traced higher-order op body
     (`check_aliasing_and_input_mutation`), read from the frames of the error's traceback: the
-    body's graph, what the check found, and the function dynamo traced. Reads the graph's nodes'
-    names, targets, users and stack traces only."""
+    body's graph, what the check found, and the function dynamo traced (the caller's `f`). Reads
+    the graph's nodes' names, targets, users and stack traces only."""
     seen: set[int] = set()
     item: BaseException | None = error
     while item is not None and id(item) not in seen:
         seen.add(id(item))
-        frames = []
-        traceback_ = item.__traceback__
-        while traceback_ is not None:
-            frames.append(traceback_.tb_frame)
-            traceback_ = traceback_.tb_next
+        frames = _traceback_frames(item)
         for index, frame in enumerate(frames):
             if frame.f_code.co_name == "check_aliasing_and_input_mutation" and index > 0:
                 return _hop_body_failure(frame.f_locals, frames[index - 1].f_locals)
         item = item.__cause__ or item.__context__
     return None
+
+
+def hop_bodies_checked_past_failures(strategy: str, model: Any, args: tuple, kwargs: dict,
+                                     dynamic_shapes: Any) -> list[tuple[BaseException, HopBodyFailure]]:
+    """Every higher-order op body dynamo rejects as a whole, not only the first: a capture with
+    `strategy` run again, in which dynamo's check of each traced body
+    (`check_aliasing_and_input_mutation`, which raises at the first body it refuses: a cond's
+    true branch hides its false branch) records its refusal and lets tracing carry on, as it
+    would once that body were fixed. Each refusal comes with the error torch raised (its
+    `real_stack` is the call chain to the op's call).
+
+    For after a failed capture only, like draft_export: the capture's own outcome is dropped
+    (its program holds bodies torch refuses) and torch's check is put back before this returns.
+    Strict capture only: dynamo's export traces leave no compiled code behind, where non-strict
+    capture compiles each op's call with torch.compile, whose cache would keep a body torch
+    refuses for a later export in the same process."""
+    if strategy != "strict":
+        raise ValueError(f"bodies are checked past their failures in strict capture only, not {strategy!r}")
+    import sys
+
+    from torch._dynamo.variables import higher_order_ops
+
+    stock = higher_order_ops.check_aliasing_and_input_mutation
+    found: list[tuple[BaseException, HopBodyFailure]] = []
+
+    def recording(*check_args: Any, **check_kwargs: Any) -> None:
+        try:
+            stock(*check_args, **check_kwargs)
+        except Exception as error:
+            checked = next((frame.f_locals for frame in _traceback_frames(error)
+                            if frame.f_code is stock.__code__), None)
+            failure = _hop_body_failure(checked, sys._getframe(1).f_locals) if checked is not None else None
+            if failure is None:
+                raise
+            found.append((error, failure))
+
+    higher_order_ops.check_aliasing_and_input_mutation = recording
+    try:
+        capture(strategy, model, args, kwargs, dynamic_shapes)
+    finally:
+        higher_order_ops.check_aliasing_and_input_mutation = stock
+    return found
+
+
+def _traceback_frames(error: BaseException) -> list[Any]:
+    """The frames of an exception's own traceback, outermost first."""
+    frames = []
+    traceback_ = error.__traceback__
+    while traceback_ is not None:
+        frames.append(traceback_.tb_frame)
+        traceback_ = traceback_.tb_next
+    return frames
 
 
 def _hop_body_failure(check: dict[str, Any], caller: dict[str, Any]) -> HopBodyFailure | None:
@@ -303,8 +355,77 @@ def _hop_body_failure(check: dict[str, Any], caller: dict[str, Any]) -> HopBodyF
                 at_fault.insert(0, node)
             pending.extend(node.users)
     traces = [node.meta["stack_trace"] for node in at_fault if node.meta.get("stack_trace")]
+    # "Output-to-output aliasing detected at nodes ...": torch's wording of which values share a tensor.
+    which = re.match(r"\s*(\w+-to-\w+) aliasing", detail) if problem == "aliasing" else None
     return HopBodyFailure(getattr(target, "__name__", None) or str(getattr(target, "name", lambda: "")()),
-                          problem, traces, _traced_functions(caller.get("f")))
+                          problem, traces, _traced_functions(caller.get("f")),
+                          which.group(1).lower() if which else "")
+
+
+@dataclass
+class HopBodyOutput:
+    """A higher-order op's traced body whose outputs torch's code for the op could not read: the
+    check that raised had the body's output value in hand (scan's `_extract_carry_and_out` taking
+    `len()` of a body that returned a bare tensor instead of its list of carries then outputs).
+    The call's operands are not the body's output: an error about them is not this."""
+
+    op: str  # the higher-order op: "scan", ...
+    functions: list[tuple[str, int, str]]  # the body function given to the op (file, first line, name), then those it wraps
+    output_traces: list[str]  # FX stack traces of the nodes the body returned
+    # torch's next check of the op, on the body's outputs read as it reads them once they are a
+    # list: scan's carries (its first len(init) outputs) against init (`check_meta_consistency`).
+    # Its refusal, as torch words it; "" when it passes or cannot be run.
+    next_refusal: str = ""
+
+
+def hop_body_output_failure(error: BaseException) -> HopBodyOutput | None:
+    """The body behind a capture error that torch's code for a higher-order op raised on the
+    body's output value: a frame of the error's traceback holds the op, the body traced into a
+    graph module and that graph's output value (`outputs` in trace_scan), and the frame that
+    raised holds that same value. Reads frames' locals and the graph's nodes only."""
+    from torch._ops import HigherOrderOperator
+
+    seen: set[int] = set()
+    item: BaseException | None = error
+    while item is not None and id(item) not in seen:
+        seen.add(id(item))
+        frames = _traceback_frames(item)
+        raised = frames[-1].f_locals.values() if frames else ()
+        for frame in frames:
+            values = list(frame.f_locals.values())
+            op = next((value for value in values if isinstance(value, HigherOrderOperator)), None)
+            for body in (value for value in values if isinstance(value, torch.fx.GraphModule)):
+                output = next((node.args[0] for node in body.graph.nodes if node.op == "output" and node.args), None)
+                if op is None or output is None or not any(value is output for value in raised):
+                    continue
+                returned = [node for node in torch.utils._pytree.tree_leaves(output) if isinstance(node, torch.fx.Node)]
+                functions = [found for value in values if callable(value) and not isinstance(value, HigherOrderOperator)
+                             for found in _traced_functions(value)]
+                return HopBodyOutput(op.name(), functions,
+                                     [node.meta["stack_trace"] for node in returned if node.meta.get("stack_trace")],
+                                     _scan_carry_refusal(op, frame.f_locals, output))
+        item = item.__cause__ or item.__context__
+    return None
+
+
+def _scan_carry_refusal(op: Any, local: dict[str, Any], output: Any) -> str:
+    """What torch's scan checks next once the body returns a list (trace_scan): its carries
+    against `init` (shape, dtype, ...: a carry must keep its init's). A body that returned one
+    bare tensor for a scan of one carry gives that carry. "" when there is nothing to check or
+    the check passes."""
+    from torch._higher_order_ops.utils import check_meta_consistency
+
+    init = local.get("init")
+    if op.name() != "scan" or not isinstance(init, (list, tuple)) or len(init) != 1 or not (
+            isinstance(output, torch.fx.Node) and isinstance(output.meta.get("val"), torch.Tensor)):
+        return ""
+    try:
+        check_meta_consistency(list(init), [output.meta["val"]], "init", "carry", include_contiguity=False)
+    except torch._dynamo.exc.UncapturedHigherOrderOpError as refusal:  # the check's own refusal
+        return str(refusal)
+    except Exception:  # noqa: BLE001 - the check cannot run outside the trace: no claim
+        return ""
+    return ""
 
 
 def _traced_functions(variable: Any) -> list[tuple[str, int, str]]:
@@ -998,11 +1119,15 @@ PIECES = (
     "torch.utils._python_dispatch.TorchDispatchMode",
     "torch.utils._python_dispatch._disable_current_modes",
     "torch.utils._pytree.tree_map",
+    "torch.utils._pytree.tree_leaves",
     "torch.utils._pytree.tree_flatten_with_path",
     "torch.utils._pytree.keystr",
     "torch._ops.OpOverload",
     "torch._ops.OpOverloadPacket",
     "torch._ops.HigherOrderOperator",
+    "torch._dynamo.variables.higher_order_ops.check_aliasing_and_input_mutation",
+    "torch._dynamo.exc.UncapturedHigherOrderOpError",
+    "torch._higher_order_ops.utils.check_meta_consistency",
     "torch._C._dispatch_has_kernel_for_dispatch_key",
     "torch._C.DisableTorchFunction",
     "torch.ops._dir",
@@ -1012,7 +1137,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "hop_bodies_checked_past_failures", "HopBodyOutput", "hop_body_output_failure", "DraftFailure", "draft_export_failures",
     "stack_frames_kept", "nodes_observed", "ops_intercepted", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",

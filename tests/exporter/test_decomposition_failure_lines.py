@@ -17,6 +17,15 @@ unsupported-op scan comes from").
   `.add_` the tensor goes through `.to(self.device)` in `lazy_initialization` (an alias).
 * the issue's own form of it: a tensor attribute (not a registered buffer) mutated in place in
   forward, `self.foo.add_(5)`.
+* transformers' Swin with SDPA attention (the zoo's transformers/swin, timm's MaxViT in the
+  vision zoo fails the same way): the decomposition keeps `scaled_dot_product_attention` and
+  turns the `reshape` of its transposed output into a `view`, because the attention's fake
+  output, masked by the relative position bias, is laid out [batch, tokens, heads, dim] there;
+  the type promotion pass re-runs the graph, the attention's output comes out contiguous in
+  [batch, heads, tokens, dim], and the view fails (`Cannot view a tensor ... with strides`).
+  torch's traceback names the reshape (modeling_swin.py, SwinSelfAttention.forward); the
+  attention call (transformers/integrations/sdpa_attention.py) goes unnamed. Checked by hand:
+  with `attn_implementation="eager"` (no SDPA) stock exports. Before: the reshape only.
 
 Before: each of these was shown at the model's definition, "no line of your code is on the
 failing call chain", with no related location.
@@ -56,7 +65,7 @@ def matrix():
 
 DECODER = '''
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM, StaticCache
+from transformers import LlamaConfig, LlamaForCausalLM, StaticCache, SwinConfig, SwinModel
 
 
 class DecodingStep(torch.nn.Module):
@@ -77,6 +86,17 @@ class DecodingStep(torch.nn.Module):
 
 def build_model():
     return DecodingStep().eval()
+
+
+def build_swin():
+    torch.manual_seed(0)
+    config = SwinConfig(image_size=32, patch_size=4, embed_dim=32, depths=[1, 1], num_heads=[2, 4], window_size=4,
+                        attn_implementation="sdpa")
+    return SwinModel(config).eval()
+
+
+def images():
+    return (torch.rand(1, 3, 32, 32),)
 
 
 def example_inputs():
@@ -129,3 +149,19 @@ def test_transformers_static_cache_mutation_lands_on_the_users_call_with_the_lib
     assert (finding.related[0].file, finding.related[0].line) == (str(cache_utils), add_line)
     assert "is mutated in the forward method" in finding.message
     assert "in module `model.model.layers.0.self_attn` (LlamaAttention)" in finding.message
+
+
+def test_a_view_made_for_another_layout_names_the_op_whose_output_changed_layout(workspace):
+    result = run_target(workspace, "static_cache_decoder.py:build_swin", "static_cache_decoder.py:images")
+    finding = _only_decomposition(result)
+    assert "Cannot view a tensor with shape" in finding.message and "(aten.view.default)" in finding.message
+    swin = library_file("transformers.models.swin.modeling_swin")
+    reshape = line_in(swin, "attn_output = attn_output.reshape(*input_shape, -1).contiguous()",
+                      after="class SwinAttention(")
+    sdpa = library_file("transformers.integrations.sdpa_attention")
+    attention = line_in(sdpa, "attn_output = torch.nn.functional.scaled_dot_product_attention(")
+    # The failing view's line first, then where the layout it was made for comes from.
+    assert [(r.file, r.line) for r in finding.related[:2]] == [(str(swin), reshape), (str(sdpa), attention)]
+    assert finding.related[1].message.startswith(
+        "the failing op's input comes from aten.scaled_dot_product_attention.default here, whose output this pass "
+        "lays out otherwise than the graph recorded")
