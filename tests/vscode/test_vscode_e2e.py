@@ -29,7 +29,7 @@ import tomllib
 import pytest
 import torch
 
-from onnxlens.exporter.pipeline.translation_stubs import stub_for
+from onnxlens.exporter.proposals.translation_stubs import stub_for
 from onnxlens.server.translation_fix import new_module_text
 
 from tests.support.workspace import copy_examples, line_of

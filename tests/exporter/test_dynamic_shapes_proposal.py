@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from onnxlens.exporter.pipeline.shapes_proposal import propose
+from onnxlens.exporter.proposals.dynamic_shapes import propose
 
 
 def _spec(proposal):
