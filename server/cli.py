@@ -289,10 +289,10 @@ def merge(args: argparse.Namespace) -> int:
 
 
 def init(args: argparse.Namespace) -> int:
-    """`onnxlens init`: plan the targets (server/workspace_targets.py, server/target_fix.py), print
+    """`onnxlens init`: plan the targets (server/fixits/workspace_scan.py, server/fixits/new_targets.py), print
     them, and unless --dry-run apply the insertions to the files."""
-    from onnxlens.server.edits import apply_insertions
-    from onnxlens.server.workspace_targets import plan_workspace
+    from onnxlens.server.fixits.edits import apply_insertions
+    from onnxlens.server.fixits.workspace_scan import plan_workspace
 
     path = Path(args.path)
     if not path.is_dir():
@@ -305,15 +305,15 @@ def init(args: argparse.Namespace) -> int:
               f"run `onnxlens init` on the directory that holds them", file=sys.stderr)
     if plan.problem:
         raise UsageError(plan.problem)
-    fix = plan.fix
-    if fix is None:
+    new = plan.new_targets
+    if new is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
               "(top-level nn.Module models, not the blocks other models build, and model factory functions)")
         return EXIT_OK
     verb = "would add" if args.dry_run else "added"
-    for target in fix.targets:
+    for target in new.targets:
         print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")
-    files = list(dict.fromkeys(insertion.file for insertion in fix.insertions))
+    files = list(dict.fromkeys(insertion.file for insertion in new.insertions))
     if args.dry_run:
         print(f"would change {', '.join(_relative(f, root) for f in files)} (--dry-run: nothing written)")
         return EXIT_OK
@@ -322,7 +322,7 @@ def init(args: argparse.Namespace) -> int:
         # newline="": the file's own line endings, kept byte for byte
         original = open(file, encoding="utf-8", newline="").read() if existing else ""
         mode = Path(file).stat().st_mode if existing else None
-        atomic.write_text(file, apply_insertions(original, [i for i in fix.insertions if i.file == file]))
+        atomic.write_text(file, apply_insertions(original, [i for i in new.insertions if i.file == file]))
         if mode is not None:
             os.chmod(file, mode & 0o7777)  # an edited file keeps its mode (an executable script stays one)
     print(f"changed {', '.join(_relative(f, root) for f in files)}; the example inputs' shapes are guesses "

@@ -30,7 +30,7 @@ import pytest
 import torch
 
 from onnxlens.exporter.proposals.translation_stubs import stub_for
-from onnxlens.server.translation_fix import new_module_text
+from onnxlens.server.fixits.translation import new_module_text
 
 from tests.support.workspace import copy_examples, line_of
 from tests.vscode.vscode_harness import DRIVE_TIMEOUT, REPO, CodeServer, drive, missing_tools

@@ -3,9 +3,9 @@ server offers for a workspace folder without a config ("Add targets").
 
 Every .py file under the root that imports torch, outside hidden directories, environments
 (virtual or conda), site-packages, build output, node_modules and tests; in each, the candidates
-(server/target_candidates.py) that are models of their own (server/workspace_models.py) and
+(server/fixits/candidates.py) that are models of their own (server/fixits/workspace_models.py) and
 that no target exports yet, each with how the workspace builds and calls it
-(server/model_usage.py: all the files read, and the Markdown documents at the root).
+(server/fixits/model_usage.py: all the files read, and the Markdown documents at the root).
 
 The scan is bounded, so that a workspace folder that is a home directory or `/` costs seconds,
 not the whole disk: at most MAX_DEPTH directories deep, MAX_DIRECTORIES directories and
@@ -15,7 +15,7 @@ edit), MAX_SECONDS for the search; only regular files up to MAX_FILE_BYTES are r
 stopped says why (`Scan.stopped`); what it found until then is kept. The language server runs
 it in a helper process (server/offload.py), which it kills to cancel the scan.
 
-Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans the edits).
+Torch-free and LSP-free; reads files, writes nothing (server/fixits/new_targets.py plans the edits).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnxlens.server.model_usage import module_name, workspace_index
-from onnxlens.server.target_candidates import Candidate, candidates_of, readable_source, tree_imports_torch
-from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, config_file_for, configured_models, \
+from onnxlens.server.fixits.model_usage import module_name, workspace_index
+from onnxlens.server.fixits.candidates import Candidate, candidates_of, readable_source, tree_imports_torch
+from onnxlens.server.fixits.new_targets import Choice, NewTargets, NewTargetsError, config_file_for, configured_models, \
     is_configured, plan_targets
-from onnxlens.server.workspace_models import is_model, workspace_parts
+from onnxlens.server.fixits.workspace_models import is_model, workspace_parts
 
 SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "dist-packages", "build", "dist",
                           "node_modules", "tests", "test", "__pycache__", "__pypackages__"})
@@ -55,7 +55,7 @@ class WorkspacePlan:
     """`onnxlens init`'s edits for a workspace: None when it has no new candidates or they
     cannot be added (`problem` says why); `stopped`: why the scan stopped early, if it did."""
 
-    fix: TargetsFix | None
+    new_targets: NewTargets | None
     stopped: str | None = None
     problem: str | None = None
 
@@ -108,7 +108,7 @@ def _python_files(root: Path, budget: _Budget) -> list[Path]:
 
 def workspace_choices(root: Path) -> Scan:
     """The candidates of the workspace at `root` worth a target, in file order
-    (server/workspace_models.py says which), each with how the workspace builds and calls it."""
+    (server/fixits/workspace_models.py says which), each with how the workspace builds and calls it."""
     root = root.resolve()
     budget = _Budget()
     configured = configured_models(config_file_for(root))
@@ -147,11 +147,11 @@ def workspace_choices(root: Path) -> Scan:
 
 
 def plan_workspace(root: Path) -> WorkspacePlan:
-    """The scan, then one edit adding a target per candidate found (server/target_fix.py)."""
+    """The scan, then one edit adding a target per candidate found (server/fixits/new_targets.py)."""
     scan = workspace_choices(root)
     if not scan.choices:
         return WorkspacePlan(None, scan.stopped)
     try:
         return WorkspacePlan(plan_targets(root.resolve(), scan.choices), scan.stopped)
-    except TargetFixError as error:
+    except NewTargetsError as error:
         return WorkspacePlan(None, scan.stopped, str(error))
