@@ -1,8 +1,9 @@
 """The targets a whole workspace could have: what `onnxlens init` adds and what the language
 server offers for a workspace folder without a config ("Add targets").
 
-Every .py file under the root that imports torch, outside hidden directories, environments
-(virtual or conda), site-packages, build output, node_modules and tests; in each, the candidates
+Every .py file under the root that imports torch, outside hidden directories, build output,
+tests and what holds none of the user's code (exporter/locations/directories.py: environments,
+installed packages, node_modules ...); in each, the candidates
 (server/fixits/candidates.py) that are models of their own (server/fixits/workspace_models.py) and
 that no target exports yet, each with how the workspace builds and calls it
 (server/fixits/model_usage.py: all the files read, and the Markdown documents at the root).
@@ -26,15 +27,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from onnxlens.exporter.locations.directories import not_users_directory
 from onnxlens.server.fixits.model_usage import module_name, workspace_index
 from onnxlens.server.fixits.candidates import Candidate, candidates_of, readable_source, tree_imports_torch
 from onnxlens.server.fixits.new_targets import Choice, NewTargets, NewTargetsError, config_file_for, configured_models, \
     is_configured, plan_targets
 from onnxlens.server.fixits.workspace_models import is_model, workspace_parts
 
-SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "dist-packages", "build", "dist",
-                          "node_modules", "tests", "test", "__pycache__", "__pypackages__"})
-ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")  # a directory holding one is an environment
+# The user's, but where no model of its own is defined: build output (copies of the package) and
+# tests (model_usage.py reads them for how the models are built and called).
+NO_MODELS_DIRS = frozenset({"build", "dist", "tests", "test"})
 MAX_DEPTH = 12
 MAX_DIRECTORIES = 20_000
 MAX_FILES = 5_000
@@ -80,8 +82,9 @@ class _Budget:
 
 
 def _skipped(directory: str, name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_DIRS or \
-        any(os.path.exists(os.path.join(directory, name, marker)) for marker in ENVIRONMENT_MARKERS)
+    """Not searched: hidden directories, NO_MODELS_DIRS, and what holds none of the user's code
+    (exporter/locations/directories.py)."""
+    return name.startswith(".") or name in NO_MODELS_DIRS or not_users_directory(os.path.join(directory, name))
 
 
 def _python_files(root: Path, budget: _Budget) -> list[Path]:

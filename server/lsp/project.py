@@ -13,17 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
+from onnxlens.exporter.locations.directories import not_users_directory, under_not_users
 from onnxlens.exporter.graph_change import graph_change
 from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
                                      TargetSpec)
 from onnxlens.server.config import Workspace, load_workspace
-
-# Directories whose changes never concern an export: VCS data, virtual environments, caches.
-IGNORED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints", ".idea",
-    ".vscode",
-})
 
 
 def norm(path: str | os.PathLike) -> str:
@@ -183,16 +177,13 @@ class Project:
         return path == str(self.root) or path.startswith(str(self.root) + os.sep)
 
     def is_ignored(self, path: str) -> bool:
-        """True for files no export can depend on: outputs, VCS data, environments, caches."""
+        """True for files no export can depend on: outputs, and what is not the user's code
+        (exporter/locations/directories.py: VCS data, environments, installed packages, caches)."""
         output = str(self.output_dir)
         if path == output or path.startswith(output + os.sep):
             return True
-        relative = os.path.relpath(path, self.root)
-        return any(part in IGNORED_DIRS for part in Path(relative).parts[:-1])
+        return under_not_users(str(self.root), path)
 
     def is_ignored_dir(self, path: str) -> bool:
         """True for a directory not worth watching (see `is_ignored`)."""
-        output = str(self.output_dir)
-        if path == output or path.startswith(output + os.sep):
-            return True
-        return any(part in IGNORED_DIRS for part in Path(os.path.relpath(path, self.root)).parts)
+        return self.is_ignored(path) or (path != str(self.root) and not_users_directory(path))
