@@ -28,7 +28,7 @@ from typing import Callable
 from onnxlens.exporter import atomic
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions, version_lines
-from onnxlens.server.config import Workspace, find_config, load_workspace
+from onnxlens.server.config import Config, find_config, load_config
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line, to_json_data
 from onnxlens.server.gate import BaselineError, Thresholds, compare, load_baseline
 from onnxlens.server.shards import Shard, ShardError, parse_shard, shard_of
@@ -159,9 +159,9 @@ def serve(args: argparse.Namespace | None = None) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    workspace = _load(Path(args.path))
+    config = _load(Path(args.path))
     baseline = _baseline(args.baseline)
-    specs, shard = _narrowed(args, workspace, baseline)
+    specs, shard = _narrowed(args, config, baseline)
     if args.no_verify:
         specs = [dataclasses.replace(spec, verify=False) for spec in specs]
 
@@ -180,13 +180,13 @@ def check(args: argparse.Namespace) -> int:
     if specs:
         if show_progress:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
-                  f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
+                  f"{config.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         estimates = {t["name"]: float(t["memory_mb"]) for t in baseline["targets"] if t.get("memory_mb")} if baseline else {}
         results, memory, internal_errors = asyncio.run(
             _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
                         on_done=finished, memory_budget_mb=args.memory_budget or _default_memory_budget(),
                         memory_estimates=estimates))
-    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
+    run = CheckRun(config=config, results=results, seconds=time.perf_counter() - started,
                    selection=args.target, shard=shard, memory_mb=memory)
     if baseline is not None or args.save_baseline is not None:
         from onnxlens.server.graphs import summarize
@@ -194,7 +194,7 @@ def check(args: argparse.Namespace) -> int:
         run.graphs = {result.target: summarize(result.onnx or result.graph_onnx)
                       for result in results if result.status == "ok" and (result.onnx or result.graph_onnx)}
     if baseline is not None:
-        run.gate = compare(baseline, to_json_data(run), workspace, Thresholds.from_config(workspace.gate),
+        run.gate = compare(baseline, to_json_data(run), config, Thresholds.from_config(config.gate),
                            str(args.baseline))
     data = to_json_data(run) if (args.save_baseline or args.summary or run.gate) else None
     if args.save_baseline is not None:
@@ -209,16 +209,16 @@ def check(args: argparse.Namespace) -> int:
     return EXIT_USAGE if internal_errors else status_of(data if data is not None else to_json_data(run))
 
 
-def _narrowed(args: argparse.Namespace, workspace: Workspace, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
+def _narrowed(args: argparse.Namespace, config: Config, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
     """The targets this check exports: --target's, then those --changed files reach, then this
     --shard's part of them (balanced by the baseline's times)."""
-    specs = _select(workspace, args.target)
+    specs = _select(config, args.target)
     if args.changed is not None:
         from onnxlens.server.cache import ResultCache
         from onnxlens.server.reach import reached
 
         cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
-        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
+        specs = reached(config, specs, [Path(f) for f in args.changed], cache)
     if not args.shard:
         return specs, None
     try:
@@ -367,28 +367,28 @@ def _sarif_status(sarif: dict) -> int:
     return EXIT_FINDINGS if any(r["level"] == "error" for r in results) else EXIT_OK
 
 
-def _load(path: Path) -> Workspace:
+def _load(path: Path) -> Config:
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
-    config = find_config(path)
-    if config is None:
+    config_file = find_config(path)
+    if config_file is None:
         raise UsageError(f"no onnxlens configuration in {path.resolve()} or any parent directory "
                          "(looked for onnxlens.toml, and pyproject.toml with a [tool.onnxlens] table)")
-    return load_workspace(config)
+    return load_config(config_file)
 
 
-def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
+def _select(config: Config, names: list[str]) -> list[TargetSpec]:
     """The targets to export: all valid ones, or those named by --target (in config order)."""
     if not names:
-        return list(workspace.targets)
-    known = workspace.target_lines
+        return list(config.targets)
+    known = config.target_lines
     unknown = [name for name in dict.fromkeys(names) if name not in known]
-    if unknown and not workspace.findings:
+    if unknown and not config.findings:
         listed = ", ".join(known) or "none"
         raise UsageError(f"unknown target {', '.join(map(repr, unknown))} in "
-                         f"{workspace.config_file}; its targets: {listed}")
+                         f"{config.config_file}; its targets: {listed}")
     wanted = set(names)
-    return [spec for spec in workspace.targets if spec.name in wanted]
+    return [spec for spec in config.targets if spec.name in wanted]
 
 
 async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, trust_cache: bool,

@@ -180,7 +180,7 @@ def _line_of(location: Location | None) -> tuple[str | None, int | None]:
 
 
 def _configured_target(project: Project, name: str, state: TargetState) -> ConfiguredTarget:
-    return ConfiguredTarget(state.spec, project.config_file, project.workspace.target_lines.get(name))
+    return ConfiguredTarget(state.spec, project.config_file, project.config.target_lines.get(name))
 
 
 def _has_proposals(entry: Entry) -> bool:

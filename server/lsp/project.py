@@ -17,7 +17,7 @@ from onnxlens.exporter.locations.directories import not_users_directory, under_n
 from onnxlens.exporter.graph_change import graph_change
 from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
                                      TargetSpec)
-from onnxlens.server.config import Workspace, load_workspace
+from onnxlens.server.config import Config, load_config
 
 
 def norm(path: str | os.PathLike) -> str:
@@ -117,15 +117,14 @@ def _place(finding: Finding) -> tuple:
     return (norm(location.file), location.line, finding.code) if location else (None, 0, finding.code)
 
 
-def _unreadable_config(config_file: Path, error: Exception) -> Workspace:
-    """A workspace with no targets and one `config` finding saying why the file could not be read."""
+def _unreadable_config(config_file: Path, error: Exception) -> Config:
+    """A config with no targets and one `config` finding saying why the file could not be read."""
     line = getattr(error, "lineno", None) or 1
     message = f"cannot read the onnxlens configuration: {error}"
-    workspace = Workspace(config_file=config_file, root=config_file.parent,
-                          output_dir=config_file.parent / ".onnxlens")
-    workspace.findings.append(Finding(code="config", message=message, stage="load",
-                                      location=Location(file=str(config_file), line=line)))
-    return workspace
+    config = Config(config_file=config_file, root=config_file.parent, output_dir=config_file.parent / ".onnxlens")
+    config.findings.append(Finding(code="config", message=message, stage="load",
+                                   location=Location(file=str(config_file), line=line)))
+    return config
 
 
 class Project:
@@ -134,7 +133,7 @@ class Project:
     def __init__(self, config_file: Path) -> None:
         self.config_file = Path(norm(config_file))
         self.root = self.config_file.parent
-        self.workspace: Workspace = Workspace(self.config_file, self.root, self.root / ".onnxlens")
+        self.config: Config = Config(self.config_file, self.root, self.root / ".onnxlens")
         self.targets: dict[str, TargetState] = {}
 
     @property
@@ -143,18 +142,18 @@ class Project:
 
     @property
     def output_dir(self) -> Path:
-        return Path(norm(self.workspace.output_dir))
+        return Path(norm(self.config.output_dir))
 
     def load(self) -> tuple[list[str], list[str]]:
         """(Re)read the config. Returns (targets to export: new or changed, targets removed)."""
         try:
-            workspace = load_workspace(self.config_file)
+            config = load_config(self.config_file)
         except Exception as error:  # noqa: BLE001 - any unreadable config becomes a finding, not a crash
-            workspace = _unreadable_config(self.config_file, error)
-        self.workspace = workspace
+            config = _unreadable_config(self.config_file, error)
+        self.config = config
         changed: list[str] = []
         states: dict[str, TargetState] = {}
-        for spec in workspace.targets:
+        for spec in config.targets:
             old = self.targets.get(spec.name)
             if old is not None and old.spec == spec:
                 states[spec.name] = old

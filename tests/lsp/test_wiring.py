@@ -139,7 +139,7 @@ def test_without_a_model_file_the_fallback_is_the_targets_config_line(tmp_path):
     project.load()  # the config now has a `config` finding for the missing file, and no mlp target
     unplaced = Finding(code="crash", message="the worker died", stage="load")
     assert fallback_location(project, "mlp", unplaced) == Location(
-        file=str(project.config_file), line=project.workspace.target_lines["mlp"])
+        file=str(project.config_file), line=project.config.target_lines["mlp"])
     spectral = fallback_location(project, "spectral", unplaced)
     assert (spectral.file, spectral.line) == (norm(ws / "models/spectral.py"),
                                               lsp_line(ws / "models/spectral.py", "class SpectralNet") + 1)
