@@ -1,4 +1,4 @@
-"""The work the inlay hints and the graph's change on save (issue 23, items 1-2) add to a save.
+"""The work the inlay hints and the graph's change on save add to a save.
 
     .venv/bin/python benchmarks/graph_lines.py [--runs 7]
 

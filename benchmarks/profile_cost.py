@@ -1,4 +1,4 @@
-"""What the cost per line (issue 23, item 3: the target's `profile`) adds to a save.
+"""What the cost per line (the target's `profile`) adds to a save.
 
     .venv/bin/python benchmarks/profile_cost.py [--runs 7]
 

@@ -176,7 +176,7 @@ def test_pyproject_ships_every_package_of_the_source_tree():
 
 
 ADAPTER_PACKAGE = "onnxlens.exporter.torch_internals"
-# Public by name, private in fact: the list of torch's internals.
+# Public by name, private in fact (torch documents nothing under it as stable).
 _PRIVATE_TORCH_PACKAGES = ("torch.fx.experimental",)
 
 

@@ -1,4 +1,4 @@
-"""`onnxlens check` cannot be made to pass by what is on disk (issue 19): the real CLI process,
+"""`onnxlens check` cannot be made to pass by what is on disk: the real CLI process,
 real exports, a cache key of its own per "user" (XDG_CACHE_HOME).
 
 * A broken model's cache entry given the last good result (what made `check` exit 0 on a

@@ -1,5 +1,5 @@
 """A cached result holds only while the modules it imported, and those it could not find, are as
-they were (issue 21: `No module named 'tqdm'` still reported, `(cached)`, after `pip install
+they were (`No module named 'tqdm'` still reported, `(cached)`, after `pip install
 tqdm`). Real `onnxlens check` processes.
 
 * An installed package: run by a real virtual environment's interpreter, a real package built

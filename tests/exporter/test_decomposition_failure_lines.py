@@ -15,10 +15,10 @@ unsupported-op scan comes from").
   a plain tensor attribute, which torch.export lifts as a constant — and `update` mutates it in
   place, `self.cumulative_length.add_(kv_length)`, the line torch objects to. Before the
   `.add_` the tensor goes through `.to(self.device)` in `lazy_initialization` (an alias).
-* the issue's own form of it: a tensor attribute (not a registered buffer) mutated in place in
+* the plain form of it: a tensor attribute (not a registered buffer) mutated in place in
   forward, `self.foo.add_(5)`.
 
-Before: each of these was shown at the model's definition, "no line of your code is on the
+Ruled out: each of these was shown at the model's definition, "no line of your code is on the
 failing call chain", with no related location.
 """
 

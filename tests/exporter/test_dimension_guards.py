@@ -1,5 +1,4 @@
-"""Sizes declared dynamic that a guard in the code constrains, on the guard's line (issue 18,
-item 2): a range the code narrows (`if x.shape[0] <= 6:`, an `assert`, a library's size check), a
+"""Sizes declared dynamic that a guard in the code constrains, on the guard's line: a range the code narrows (`if x.shape[0] <= 6:`, an `assert`, a library's size check), a
 size tied to another declared as its own dimension, an int input the code specializes. torch
 says which dimension and what value, never where: capture records every size fact with its
 stack (`internals.shape_facts_recorded`), and the finding goes on the line that made it — a

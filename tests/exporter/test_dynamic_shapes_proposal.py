@@ -1,4 +1,4 @@
-"""The dynamic-shapes factory proposed for a target without one (issue 13): which dimensions,
+"""The dynamic-shapes factory proposed for a target without one: which dimensions,
 keyed by which names, on the signatures of library models nobody here wrote (transformers'
 BERT and ViT) and on the cases that get no proposal."""
 

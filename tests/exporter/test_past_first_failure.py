@@ -1,4 +1,4 @@
-"""The problems behind the first one (issue 18, item 2): where torch.export stops at the first
+"""The problems behind the first one: where torch.export stops at the first
 failure, torch.export.draft_export carries on, and each further problem it reports is a finding
 of its own, on its line, marked as found past the first failure — also when it shares the
 user's line with the first and only the library line differs.

@@ -74,7 +74,7 @@ def test_the_next_save_removes_what_a_killed_save_left(report):
 
 
 def test_the_control_two_renames_leave_a_torn_pair(report):
-    """The scheme of issue 19: killed between its renames, onnxruntime runs the old graph on the
+    """The control, a save by two renames (the data file, then the graph): killed between them, onnxruntime runs the old graph on the
     new weights (finite, wrong numbers) — what the digest-named data file prevents."""
     states = [(c["pair"], c["computes"]) for c in report["control"]]
     assert ("neither", "neither") in states, states

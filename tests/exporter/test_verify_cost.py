@@ -1,4 +1,4 @@
-"""Verification no longer the largest part of a save on big inputs (issue 21, item 4):
+"""Verification kept from being the largest part of a save on big inputs:
 
 * an unchanged verification is not run again (exporter/verify/reuse.py): a save that only adds
   a comment (every line moves) takes the kept summary; new weights, a wrong translation or

@@ -1,4 +1,4 @@
-"""A verification that cannot run is a finding, never silence (issue 21: a 30 GB allocation in
+"""A verification that cannot run is a finding, never silence (a 30 GB allocation in
 `forward` gave "exported, 0 warnings", the failure only in the JSON's `verification.error`).
 
 * torch running out of memory on the example inputs: through the real CLI and worker (the

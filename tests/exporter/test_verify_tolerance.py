@@ -5,7 +5,7 @@ one.
 * openai-whisper's `Whisper` (whisper/model.py), the tiny sizes, random init: its decoder's
   logits (`x @ self.token_embedding.weight.T`, up to a few hundred) carry float32 rounding of
   that size into their near-zero elements; with rtol 1e-3 / atol 1e-5 elementwise that was a
-  `mismatch` warning (issue 21). A GELU translated as x*sigmoid(1.702x) (the "quick GELU" a
+  `mismatch` warning. A GELU translated as x*sigmoid(1.702x) (the "quick GELU" a
   user might register) is a real difference, found at the first GELU (by hand: AudioEncoder's
   `x = F.gelu(self.conv1(x))` in whisper/model.py, the encoder's stem) and put on the
   translation, the library line related.

@@ -1,4 +1,4 @@
-"""Weights-free models (issue 11, goal 3): a model built on the meta device (or with FakeTensors)
+"""Weights-free models: a model built on the meta device (or with FakeTensors)
 exports its graph, its findings and its line data, with a `weights-free` note saying what was
 skipped and what was written, and no error finding.
 

@@ -75,7 +75,7 @@ ROWS = [
     # the worker intercepts os._exit to dump the stack first, so that line is known too
     Row("os-_exit", "crash", factory=PID + "\nos._exit(3)  # FAULT"),
     # SystemExit is an exception the child can catch: the engine reports it as `setup` at the
-    # line (more precise than the issue's `crash`, which it may also be)
+    # line (more precise than `crash`, which it may also be)
     Row("sys-exit", "crash", factory=PID + "\nsys.exit(3)  # FAULT", also="setup"),
     Row("sigkill-of-the-child", "crash", factory=PID + "\ntime.sleep(120)  # FAULT",
         at_line=False, kill_from_outside=True),

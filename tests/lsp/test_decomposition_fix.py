@@ -1,4 +1,4 @@
-"""The quick fix "Decompose aten.X with torch's decomposition" (issue 13), through the language
+"""The quick fix "Decompose aten.X with torch's decomposition", through the language
 server with VS Code's recorded capabilities, each step followed by the re-export that proves it:
 
 the model aggregates messages with `Tensor.index_reduce` (no ONNX translation; torch._inductor

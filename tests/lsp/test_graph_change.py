@@ -1,4 +1,4 @@
-"""The graph's change on save (issue 23, item 2) through the language server, with VS Code's and
+"""The graph's change on save through the language server, with VS Code's and
 Neovim's recorded capabilities: a user's tagger around transformers' BertModel (random init, a
 small config; tests/support/tagger.py), its sizes declared `Dim.AUTO`.
 

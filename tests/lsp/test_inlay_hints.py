@@ -1,4 +1,4 @@
-"""Inlay hints (issue 23, item 1) through the language server, with VS Code's and Neovim's
+"""Inlay hints through the language server, with VS Code's and Neovim's
 recorded capabilities: a user's tagger around transformers' BertModel (random init, a small
 config: code nobody here wrote; tests/support/tagger.py), its sizes declared as string dims.
 

@@ -1,4 +1,4 @@
-"""Cost per line (issue 23, item 3) through the language server, with VS Code's and Neovim's
+"""Cost per line through the language server, with VS Code's and Neovim's
 recorded capabilities: a user's tagger around transformers' BertModel (random init, a small
 config: code nobody here wrote; tests/support/tagger.py), verified by onnxruntime.
 

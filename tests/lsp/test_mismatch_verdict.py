@@ -1,4 +1,4 @@
-"""A wrong op told apart from drift (issue 23, item 4) through the language server, with VS Code's
+"""A wrong op told apart from drift through the language server, with VS Code's
 and Neovim's recorded capabilities. One workspace, two targets whose verification fails for
 opposite reasons:
 

@@ -1,4 +1,4 @@
-"""A model that cannot import a module is exported again once the module is there (issue 21:
+"""A model that cannot import a module is exported again once the module is there (not
 `No module named 'tqdm'` still reported, from the cache, after `pip install tqdm`), without a
 save: the real server, a real client.
 

@@ -147,7 +147,7 @@ async def test_requests_are_answered_while_an_export_runs(client: Client):
         timings[name] = min(times)
 
     assert "encoder" in (await client.stats())["running"], "the export must still run for this to mean anything"
-    # The explicit responsiveness requirement: the event loop is never blocked by an export.
+    # The event loop is never blocked by an export: a request waiting on one would wait seconds.
     assert max(timings.values()) < 0.2, timings
 
 

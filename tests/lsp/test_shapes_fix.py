@@ -1,4 +1,4 @@
-"""The quick fix "Declare dynamic shapes" (issue 13), through the language server with VS Code's
+"""The quick fix "Declare dynamic shapes", through the language server with VS Code's
 recorded capabilities, each followed by the re-export that proves it:
 
 * a transformers BERT (random init, a small config; code nobody here wrote) exported without

@@ -1,4 +1,4 @@
-"""The code action "Add <Name> as an ONNX export target" (issue 13, item 3), through the language
+"""The code action "Add <Name> as an ONNX export target", through the language
 server with VS Code's recorded capabilities: the client applies the edit and saves the files as
 VS Code does, and the export that follows proves the new target works:
 

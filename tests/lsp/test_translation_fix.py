@@ -1,4 +1,4 @@
-"""The quick fix "Write an ONNX translation for X" (issue 13), through the language server with
+"""The quick fix "Write an ONNX translation for X", through the language server with
 VS Code's recorded capabilities, each step followed by the re-export that proves it:
 
 the model calls `torch.hypot`, which the exporter cannot translate -> the fix creates the

@@ -1,4 +1,4 @@
-"""What the editor shows from disk is what onnxlens wrote (issue 19): the real server through a
+"""What the editor shows from disk is what onnxlens wrote: the real server through a
 VS Code-capable client, a cache key of its own (XDG_CACHE_HOME).
 
 * A broken model whose cache entry was given the last good result (`onnxlens check` wrote both

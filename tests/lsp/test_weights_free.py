@@ -1,4 +1,4 @@
-"""A weights-free model through the language server (issue 11, goal 3), as a user meets it: the
+"""A weights-free model through the language server, as a user meets it: the
 model is exported with its weights, then the factory is changed to build it on the meta device
 (a real-size model costs nothing that way) and saved.
 
