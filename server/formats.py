@@ -26,7 +26,7 @@ from onnxlens.exporter.types import CODES, ExportResult, Finding, Location
 from onnxlens.server.config import Config
 from onnxlens.server.fingerprints import SARIF_KEY, fingerprint_base, numbered
 from onnxlens.server.gate import GATE_CODES, GateVerdict
-from onnxlens.server.graphs import GraphSummary
+from onnxlens.server.graphs import GateGraph
 from onnxlens.server.rules import rules
 from onnxlens.server.shards import Shard
 from onnxlens.server.shared_findings import grouped, merged, problem_key
@@ -56,7 +56,7 @@ class CheckRun:
     selection: list[str] = field(default_factory=list)  # --target names; empty: every target
     # What a baseline needs (`--save-baseline`, `--baseline`): each exported target's graph, read
     # from its .onnx (server/graphs.py); None: not collected, and the JSON has no `graph`/`lines`.
-    graphs: dict[str, GraphSummary | None] | None = None
+    graphs: dict[str, GateGraph | None] | None = None
     gate: GateVerdict | None = None  # the comparison with `--baseline`
     shard: Shard | None = None  # `--shard K/N`: which part of the selection this run exported
     memory_mb: dict[str, float] = field(default_factory=dict)  # target -> its export's peak memory
