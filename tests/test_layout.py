@@ -157,11 +157,13 @@ def _imports(module: str, prefixes: tuple[str, ...]) -> bool:
     return out.stdout.strip() == "True"
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 @pytest.mark.parametrize("module", _server_modules())
 def test_server_side_modules_do_not_import_torch(module):
     assert not _imports(module, ("torch",))
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 def test_the_exporter_pipeline_does_not_import_pygls():
     # One fresh interpreter for the whole pipeline (it imports torch: seconds per module); the
     # static test above covers every module on its own.
@@ -263,6 +265,7 @@ def test_the_adapter_package_is_where_torch_internals_are():
     assert not private_torch_uses(MODULES[f"{ADAPTER_PACKAGE}.public"].read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 def test_the_adapter_choice_is_torch_free():
     # The server names the worker's adapter (onnxlens --version, its log, the cache key).
     assert not _imports("onnxlens.exporter.torch_internals", ("torch",))

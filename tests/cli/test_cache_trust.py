@@ -24,6 +24,8 @@ from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, cache_entry, check
                                          write_workspace)
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 @pytest.fixture
 def workspace():

@@ -22,6 +22,8 @@ from tests.support.environments import PACKAGE, build_wheel, install, installed_
 from tests.support.net_workspace import check_json, write_workspace
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 # The `net` target's model (tests/support/net_workspace.py: its config, its cache entry).
 MODEL = f'''import torch
 from {PACKAGE} import scale

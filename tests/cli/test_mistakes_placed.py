@@ -27,6 +27,8 @@ from tests.cli.test_check import CLI, TEXT_DIAGNOSTIC
 from tests.support.repositories import VIT_TARGETS, broken_import_repository
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 def check(root, *args, env=None):
     return subprocess.run([*CLI, "check", str(root), "--no-cache", "--jobs", "2", *args], cwd=root, capture_output=True,

@@ -30,6 +30,8 @@ from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models (transformers' Llama with a StaticCache)
+
 MODELS = '''
 import torch
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
@@ -67,6 +69,7 @@ def _innermost(finding) -> tuple[Path, int]:
     return Path(finding.related[0].file).resolve(), finding.related[0].line
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_library_size_check_bounding_named_dims_is_a_warning_with_the_library_line(tmp_path):
     """Named Dims claim every size; the table's size check holds only up to 32: torch refuses,
     the stock exporter captures again with torch's suggested fix (`max=32`) and exports."""
@@ -86,6 +89,7 @@ def test_a_library_size_check_bounding_named_dims_is_a_warning_with_the_library_
         assert (source.resolve(), line_of(source, "def named")) in _related(finding)
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_hint_range_the_library_narrows_is_a_warning_with_the_library_line(tmp_path):
     """Dim.AUTO(min=4, max=64): torch narrows a hint's range silently, to [4, 32]."""
     result = _loftr(tmp_path, "hinted")
@@ -97,6 +101,7 @@ def test_a_hint_range_the_library_narrows_is_a_warning_with_the_library_line(tmp
     assert _innermost(finding) == _library_check()
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_hint_range_the_library_contradicts_entirely_is_the_error_with_the_library_line(tmp_path):
     """Dim.DYNAMIC(min=40, max=64) against sizes ≤ 32: torch refuses ("conflicting with the
     inferred min/max range") and names the dimension only."""

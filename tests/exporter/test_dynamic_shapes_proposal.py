@@ -4,9 +4,12 @@ BERT and ViT) and on the cases that get no proposal."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from onnxlens.exporter.proposals.dynamic_shapes import propose
+
+pytestmark = pytest.mark.slow  # library models (transformers' BERT and ViT)
 
 
 def _spec(proposal):

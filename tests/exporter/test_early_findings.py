@@ -37,6 +37,8 @@ from onnxlens.exporter.types import FindingsEvent, LogEvent, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import EXAMPLES, line_of
 
+pytestmark = pytest.mark.slow  # a deep model through the export worker
+
 DEEP = '''
 import torch
 from torch import nn

@@ -20,6 +20,8 @@ from onnxlens.exporter.types import ExportedGraph, signed_bytes
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # several exports per test, each edited and exported again
+
 NET = '''
 import torch
 from torch import nn

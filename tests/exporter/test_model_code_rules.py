@@ -32,6 +32,8 @@ from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models (transformers, x-transformers)
+
 MODELS = '''
 import torch
 from torch import nn

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (kornia)
 
 
 def test_a_second_data_dependent_line_in_a_library_function_is_its_own_finding(tmp_path):

@@ -20,7 +20,10 @@ import pytest
 
 from tests.support.workspace import REPO
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)"),
+    pytest.mark.slow,  # a real save killed by strace at each of its syscalls
+]
 
 
 @pytest.fixture(scope="module")

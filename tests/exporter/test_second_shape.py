@@ -23,11 +23,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from onnxlens.exporter.verify.second_shape import candidates
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (vit-pytorch, transformers)
 
 POOLED = '''
 import torch

@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers)
 
 MODEL = '''
 import torch

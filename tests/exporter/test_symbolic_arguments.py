@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import transformers.integrations.sdpa_attention as sdpa_attention
 
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers)
 
 MODELS = '''
 import torch

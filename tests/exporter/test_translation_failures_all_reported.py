@@ -37,6 +37,8 @@ import torch
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models (segment-anything) and the stock exporter beside
+
 MODELS = '''
 import torch
 from torch.export import Dim

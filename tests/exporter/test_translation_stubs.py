@@ -18,6 +18,8 @@ import pytest
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # each stub filled in and exported again
+
 MODEL = '''
 import torch
 from torch import nn

@@ -19,12 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from onnxlens.exporter.types import TargetSpec, VerificationSummary
 from onnxlens.exporter.verify import reuse
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers' BERT) and verification timed
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]

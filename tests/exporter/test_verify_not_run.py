@@ -15,8 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # the CLI and its worker as processes (a verification out of memory)
 
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 

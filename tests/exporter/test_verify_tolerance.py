@@ -27,6 +27,8 @@ from onnxlens.exporter.verify.tolerance import NOISE_ULPS_NARROW, NOISE_ULPS_WID
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models (whisper, diffusers)
+
 WHISPER = '''
 import torch
 from whisper.model import ModelDimensions, Whisper

@@ -26,6 +26,8 @@ from onnxlens.exporter.pipeline.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # big models on the meta device, and the stock exporter beside
+
 NET = '''
 import torch
 from torch import nn

@@ -25,6 +25,8 @@ from tests.support.faults import Session, exported, make_fault_workspace
 from tests.support.lsp import REQUEST_WAIT, uri
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 HOVER_BOUND = 0.100  # seconds: past this a hover feels delayed
 BLOCKED = 1.0  # seconds: a hover that waited for a parse (which takes seconds) would take longer
 

@@ -19,6 +19,8 @@ import pytest
 from tests.support.faults import exported_server, make_fault_workspace
 from tests.support.lsp import RawServer, uri
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 ANSWER_BOUND = 1.0  # seconds: a client that waits longer takes the server for hung; measured 0.3-16 ms
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

@@ -31,6 +31,8 @@ from tests.support.faults import (
     wait_gone,
 )
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 TIMEOUT_S = 6  # the workspace's `timeout`: small so the three loop rows stay quick
 # `memory-limit` (MB) caps the address space an export job may add to what the zygote already
 # maps (torch & co.: ~0.9-3 GB of mappings). 512 MB is plenty for these tiny models and is hit

@@ -31,6 +31,8 @@ from tests.support.workspace import write
 
 from onnxlens.server.fixits.workspace_scan import MAX_SECONDS
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 
 @pytest.mark.asyncio
 async def test_a_recreated_workspace_folder_is_watched_and_the_worker_restarts(tmp_path):

@@ -69,6 +69,7 @@ async def _decompose(client: Client, path, diagnostic: lsp.Diagnostic, op: str) 
         client.save(changed)
 
 
+@pytest.mark.slow  # the language server and the export worker as processes
 @pytest.mark.asyncio
 async def test_decompose_quick_fix_then_extend_it(tmp_path):
     write(tmp_path / "pyproject.toml", PYPROJECT)

@@ -30,6 +30,8 @@ from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import pyproject, tagger
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 TAGGER = tagger()
 NORM_LINE = "        hidden = self.norm(hidden)\n"
 WITH_NORM = TAGGER.replace("        self.head = nn.Linear(32, 5)\n",

@@ -21,6 +21,8 @@ from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import BERT_LINE, BLOCK_LINE, HEAD_LINE, pyproject, tagger
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 async def _hints(client: Client, path, lines: int) -> dict[int, lsp.InlayHint]:
     """The hints of the whole file, by 1-based line."""
     hints = await client.text_document_inlay_hint_async(lsp.InlayHintParams(

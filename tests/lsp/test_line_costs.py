@@ -25,6 +25,8 @@ from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import BERT_LINE, BLOCK_LINE, HEAD_LINE, pyproject, tagger
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 _LENS = re.compile(r"^onnxlens: tagger (?P<share>[\d.<]+) % of inference \((?P<time>[\d.]+) (?P<unit>µs|ms|s)\)"
                    r", (?P<ops>.+)$")
 _UNIT_US = {"µs": 1.0, "ms": 1000.0, "s": 1_000_000.0}

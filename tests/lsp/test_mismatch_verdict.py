@@ -25,6 +25,8 @@ from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import tagger
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 PYPROJECT = '''[project]
 name = "verdicts"
 version = "0"

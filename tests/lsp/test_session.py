@@ -18,7 +18,8 @@ from pygls.exceptions import JsonRpcException
 from tests.support.lsp import Client
 from tests.support.workspace import copy_examples, lsp_line
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 DEBOUNCE_MS = 150
 # Longer than the debounce plus a watchdog event's way to the server: a trigger that was going

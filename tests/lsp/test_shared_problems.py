@@ -21,7 +21,7 @@ from tests.support.lsp import Client
 from tests.support.repositories import VIT_TARGETS, broken_import_repository
 from tests.support.workspace import line_of, lsp_line
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]  # the language server and the export worker as processes
 
 
 async def test_a_shared_import_error_is_one_diagnostic_and_each_target_says_it_stopped_it(tmp_path):

@@ -23,6 +23,8 @@ from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 MLP = '''from torch import nn
 
 

@@ -15,6 +15,8 @@ from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 MODEL = '''import torch
 from torch import nn
 

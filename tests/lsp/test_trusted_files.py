@@ -25,7 +25,8 @@ from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, NET, cache_entry, 
                                          write_workspace)
 from tests.support.workspace import write
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

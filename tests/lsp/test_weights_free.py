@@ -21,6 +21,8 @@ from onnxlens.exporter.onnx_pair import named_data_file
 from tests.support.lsp import Client
 from tests.support.workspace import lsp_line, write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 CONFIG = '''[tool.onnxlens]
 verify = true
 

@@ -45,6 +45,8 @@ from tests.realworld.harness import (check, errors, library_file, line_in, place
 from tests.support.lsp import Client, uri_path
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 T5 = '''
     import torch
     from transformers import T5Config, T5Model

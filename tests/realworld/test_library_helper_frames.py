@@ -21,6 +21,8 @@ from tests.realworld.harness import (check_json, copy_workspace, diagnostics, li
                                   primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 # The line that called the op, and the helpers on the way to it (kornia's source, by hand).
 SVD_CALL = library_line("kornia/core/utils.py", "out1, out2, out3H = torch.linalg.svd(x, full_matrices=full_matrices)")
 HELPER_CALLS = [

@@ -42,6 +42,8 @@ from tests.realworld.harness import (check, environment, errors, same_files, sit
 from tests.support.lsp import Client
 from tests.worker.worker_helpers import spec_for
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 MODEL = '''
     import torch
     from transformers.models.sam3.configuration_sam3 import Sam3GeometryEncoderConfig

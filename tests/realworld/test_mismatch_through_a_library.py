@@ -29,6 +29,8 @@ from tests.realworld.harness import (SITE, check_json, copy_workspace, diagnosti
                                   lsp_session, primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 # The call inside transformers' helper that computed the diverging value (by hand, see above).
 SDPA_CALL = library_line("transformers/integrations/sdpa_attention.py",
                          "attn_output = torch.nn.functional.scaled_dot_product_attention(")

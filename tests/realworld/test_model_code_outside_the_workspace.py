@@ -26,6 +26,8 @@ from tests.realworld.harness import (check_json, copy_workspace, diagnostics, li
                                   primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 MAP_LINE = library_line("torch/_export/db/examples/dynamic_shape_map.py", "return map(body, xs, y)")
 ROUND_LINE = library_line("torch/_export/db/examples/dynamic_shape_round.py", "return x[: round(x.shape[0] / 2)]")
 

@@ -36,6 +36,8 @@ from tests.realworld.harness import (check, errors, library_file, line_in, place
 from tests.support.lsp import Client, uri_path
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 MODEL = '''
     import torch
     from transformers import GPT2Config, GPT2LMHeadModel

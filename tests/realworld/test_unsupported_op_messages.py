@@ -28,6 +28,8 @@ from tests.realworld.harness import (check_json, copy_workspace, diagnostics, li
                                   related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 SOLVE = library_line("kornia/core/utils.py", "out = torch.linalg.solve(A.to(dtype), B.to(dtype))")
 SVD = library_line("kornia/core/utils.py", "out1, out2, out3H = torch.linalg.svd(x, full_matrices=full_matrices)")
 LU = library_line("kornia/geometry/solvers/homogeneous.py", "torch.linalg.lu_factor_ex(")

@@ -169,6 +169,7 @@ def test_malformed_doctests_and_bare_annotations_are_no_usage(tmp_path):
     assert "    return Net(config=NetConfig()).eval()\n" in texts["model.py"]  # from the signature
 
 
+@pytest.mark.slow  # reads a large installed package whole
 def test_init_reads_a_large_real_package_without_failing(tmp_path):
     """monai (the zoo extra), read as a workspace: every candidate planned, each factory parses."""
     spec = importlib.util.find_spec("monai")

@@ -25,7 +25,7 @@ from onnxlens.exporter.user_key import KEY_BYTES, key_path
 from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 
 @pytest.fixture(autouse=True)
