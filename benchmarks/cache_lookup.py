@@ -120,7 +120,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from onnxlens.server.cache import ResultCache
-    from onnxlens.server.config import load_workspace
+    from onnxlens.server.config import load_config
 
     with tempfile.TemporaryDirectory(prefix="onnxlens-cache-lookup-") as scratch:
         root = Path(scratch) / "repository"
@@ -128,7 +128,7 @@ def main() -> None:
         env = {**os.environ, "XDG_CACHE_HOME": str(Path(scratch) / "user-cache")}
         os.environ["XDG_CACHE_HOME"] = env["XDG_CACHE_HOME"]  # this process signs and reads as that user
         export_seconds = check(root, env)
-        specs = load_workspace(root / "pyproject.toml").targets
+        specs = load_config(root / "pyproject.toml").targets
         closure_bytes = sum(path.stat().st_size for path in (root / "blocks").glob("*.py"))
 
         started = time.perf_counter()

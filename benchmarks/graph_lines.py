@@ -1,4 +1,4 @@
-"""The work the inlay hints and the graph's change on save (issue 23, items 1-2) add to a save.
+"""The work the inlay hints and the graph's change on save add to a save.
 
     .venv/bin/python benchmarks/graph_lines.py [--runs 7]
 
@@ -222,23 +222,31 @@ def render(results: dict[str, dict], runs: int, started: str) -> str:
     ])
 
 
-def main() -> None:
+def main_over_models(out: Path, measure: Callable[[Pipeline, Model, int], dict],
+                     render: Callable[[dict[str, dict], int, str], str]) -> None:
+    """The `main` of a benchmark over `models()` (this one's and profile_cost.py's): `--runs`,
+    torch at one thread as in the worker's children, one warm Pipeline for every model,
+    `measure(pipeline, model, runs)` per model, `render(results, runs, date)` written to `out`."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     import torch
 
-    torch.set_num_threads(1)  # as in the worker's children
+    torch.set_num_threads(1)
     started = datetime.datetime.now().strftime("%Y-%m-%d")
-    before_module = base_line_infos()
     pipeline = Pipeline()
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
         for model in models(Path(scratch)):
             print(f"{model.name} ...", file=sys.stderr)
-            results[model.name] = measure(pipeline, model, args.runs, before_module)
-    OUT.write_text(render(results, args.runs, started))
-    print(OUT.read_text())
+            results[model.name] = measure(pipeline, model, args.runs)
+    out.write_text(render(results, args.runs, started))
+    print(out.read_text())
+
+
+def main() -> None:
+    before_module = base_line_infos()
+    main_over_models(OUT, lambda pipeline, model, runs: measure(pipeline, model, runs, before_module), render)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What the cost per line (issue 23, item 3: the target's `profile`) adds to a save.
+"""What the cost per line (the target's `profile`) adds to a save.
 
     .venv/bin/python benchmarks/profile_cost.py [--runs 7]
 
@@ -19,14 +19,11 @@ Writes benchmarks/PROFILE_COST.md.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import datetime
 import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,7 +32,7 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.graph_lines import columns, models  # noqa: E402
+from benchmarks.graph_lines import columns, main_over_models  # noqa: E402
 from benchmarks.run import machine  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
 from onnxlens.exporter.pipeline import line_costs  # noqa: E402
@@ -59,7 +56,8 @@ def verification(job, profiled: bool) -> tuple[float, float]:
 
 
 def measure(pipeline: Pipeline, model, runs: int) -> dict:
-    job = pipeline.export(model.spec, lambda event: None)
+    """The export without its verification, then the verification timed without and with the profiler."""
+    job = pipeline.export(dataclasses.replace(model.spec, verify=False), lambda event: None)
     assert job.result.status == "ok", [f.message for f in job.result.findings]
     times: dict[bool, list[tuple[float, float]]] = {False: [], True: []}
     verification(job, True)  # onnxruntime's first session in the process pays its own start-up
@@ -146,22 +144,7 @@ def render(results: dict[str, dict], runs: int, started: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(1)  # as in the worker's children
-    started = datetime.datetime.now().strftime("%Y-%m-%d")
-    pipeline = Pipeline()
-    results = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        for model in models(Path(scratch)):
-            print(f"{model.name} ...", file=sys.stderr)
-            model.spec = dataclasses.replace(model.spec, verify=False)
-            results[model.name] = measure(pipeline, model, args.runs)
-    OUT.write_text(render(results, args.runs, started))
-    print(OUT.read_text())
+    main_over_models(OUT, measure, render)
 
 
 if __name__ == "__main__":

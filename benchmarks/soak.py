@@ -1,4 +1,4 @@
-"""Soak test of the language server (issue 6): many save cycles, good and broken, on three
+"""Soak test of the language server: many save cycles, good and broken, on three
 targets, through the real LSP on stdio. NOT part of the test suite (it runs for minutes).
 
     .venv/bin/python -m benchmarks.soak                 # 500 cycles, prints a markdown report

@@ -28,7 +28,7 @@ from typing import Callable
 from onnxlens.exporter import atomic
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions, version_lines
-from onnxlens.server.config import Workspace, find_config, load_workspace
+from onnxlens.server.config import Config, find_config, load_config
 from onnxlens.server.formats import RENDERERS, CheckRun, progress_line, to_json_data
 from onnxlens.server.gate import BaselineError, Thresholds, compare, load_baseline
 from onnxlens.server.shards import Shard, ShardError, parse_shard, shard_of
@@ -159,9 +159,9 @@ def serve(args: argparse.Namespace | None = None) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    workspace = _load(Path(args.path))
+    config = _load(Path(args.path))
     baseline = _baseline(args.baseline)
-    specs, shard = _narrowed(args, workspace, baseline)
+    specs, shard = _narrowed(args, config, baseline)
     if args.no_verify:
         specs = [dataclasses.replace(spec, verify=False) for spec in specs]
 
@@ -180,13 +180,13 @@ def check(args: argparse.Namespace) -> int:
     if specs:
         if show_progress:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
-                  f"{workspace.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
+                  f"{config.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
         estimates = {t["name"]: float(t["memory_mb"]) for t in baseline["targets"] if t.get("memory_mb")} if baseline else {}
         results, memory, internal_errors = asyncio.run(
             _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
                         on_done=finished, memory_budget_mb=args.memory_budget or _default_memory_budget(),
                         memory_estimates=estimates))
-    run = CheckRun(workspace=workspace, results=results, seconds=time.perf_counter() - started,
+    run = CheckRun(config=config, results=results, seconds=time.perf_counter() - started,
                    selection=args.target, shard=shard, memory_mb=memory)
     if baseline is not None or args.save_baseline is not None:
         from onnxlens.server.graphs import summarize
@@ -194,7 +194,7 @@ def check(args: argparse.Namespace) -> int:
         run.graphs = {result.target: summarize(result.onnx or result.graph_onnx)
                       for result in results if result.status == "ok" and (result.onnx or result.graph_onnx)}
     if baseline is not None:
-        run.gate = compare(baseline, to_json_data(run), workspace, Thresholds.from_config(workspace.gate),
+        run.gate = compare(baseline, to_json_data(run), config, Thresholds.from_config(config.gate),
                            str(args.baseline))
     data = to_json_data(run) if (args.save_baseline or args.summary or run.gate) else None
     if args.save_baseline is not None:
@@ -209,16 +209,16 @@ def check(args: argparse.Namespace) -> int:
     return EXIT_USAGE if internal_errors else status_of(data if data is not None else to_json_data(run))
 
 
-def _narrowed(args: argparse.Namespace, workspace: Workspace, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
+def _narrowed(args: argparse.Namespace, config: Config, baseline: dict | None) -> tuple[list[TargetSpec], Shard | None]:
     """The targets this check exports: --target's, then those --changed files reach, then this
     --shard's part of them (balanced by the baseline's times)."""
-    specs = _select(workspace, args.target)
+    specs = _select(config, args.target)
     if args.changed is not None:
         from onnxlens.server.cache import ResultCache
         from onnxlens.server.reach import reached
 
         cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
-        specs = reached(workspace, specs, [Path(f) for f in args.changed], cache)
+        specs = reached(config, specs, [Path(f) for f in args.changed], cache)
     if not args.shard:
         return specs, None
     try:
@@ -289,10 +289,10 @@ def merge(args: argparse.Namespace) -> int:
 
 
 def init(args: argparse.Namespace) -> int:
-    """`onnxlens init`: plan the targets (server/workspace_targets.py, server/target_fix.py), print
+    """`onnxlens init`: plan the targets (server/fixits/workspace_scan.py, server/fixits/new_targets.py), print
     them, and unless --dry-run apply the insertions to the files."""
-    from onnxlens.server.edits import apply_insertions
-    from onnxlens.server.workspace_targets import plan_workspace
+    from onnxlens.server.fixits.edits import apply_insertions
+    from onnxlens.server.fixits.workspace_scan import plan_workspace
 
     path = Path(args.path)
     if not path.is_dir():
@@ -305,15 +305,15 @@ def init(args: argparse.Namespace) -> int:
               f"run `onnxlens init` on the directory that holds them", file=sys.stderr)
     if plan.problem:
         raise UsageError(plan.problem)
-    fix = plan.fix
-    if fix is None:
+    new = plan.new_targets
+    if new is None:
         print(f"onnxlens: no new targets: every model in {root} has one, or none was found "
               "(top-level nn.Module models, not the blocks other models build, and model factory functions)")
         return EXIT_OK
     verb = "would add" if args.dry_run else "added"
-    for target in fix.targets:
+    for target in new.targets:
         print(f"{verb} target {target.name}: model = \"{target.model}\", inputs = \"{target.inputs}\"")
-    files = list(dict.fromkeys(insertion.file for insertion in fix.insertions))
+    files = list(dict.fromkeys(insertion.file for insertion in new.insertions))
     if args.dry_run:
         print(f"would change {', '.join(_relative(f, root) for f in files)} (--dry-run: nothing written)")
         return EXIT_OK
@@ -322,7 +322,7 @@ def init(args: argparse.Namespace) -> int:
         # newline="": the file's own line endings, kept byte for byte
         original = open(file, encoding="utf-8", newline="").read() if existing else ""
         mode = Path(file).stat().st_mode if existing else None
-        atomic.write_text(file, apply_insertions(original, [i for i in fix.insertions if i.file == file]))
+        atomic.write_text(file, apply_insertions(original, [i for i in new.insertions if i.file == file]))
         if mode is not None:
             os.chmod(file, mode & 0o7777)  # an edited file keeps its mode (an executable script stays one)
     print(f"changed {', '.join(_relative(f, root) for f in files)}; the example inputs' shapes are guesses "
@@ -367,28 +367,28 @@ def _sarif_status(sarif: dict) -> int:
     return EXIT_FINDINGS if any(r["level"] == "error" for r in results) else EXIT_OK
 
 
-def _load(path: Path) -> Workspace:
+def _load(path: Path) -> Config:
     if not path.exists():
         raise UsageError(f"{path}: no such file or directory")
-    config = find_config(path)
-    if config is None:
+    config_file = find_config(path)
+    if config_file is None:
         raise UsageError(f"no onnxlens configuration in {path.resolve()} or any parent directory "
                          "(looked for onnxlens.toml, and pyproject.toml with a [tool.onnxlens] table)")
-    return load_workspace(config)
+    return load_config(config_file)
 
 
-def _select(workspace: Workspace, names: list[str]) -> list[TargetSpec]:
+def _select(config: Config, names: list[str]) -> list[TargetSpec]:
     """The targets to export: all valid ones, or those named by --target (in config order)."""
     if not names:
-        return list(workspace.targets)
-    known = workspace.target_lines
+        return list(config.targets)
+    known = config.target_lines
     unknown = [name for name in dict.fromkeys(names) if name not in known]
-    if unknown and not workspace.findings:
+    if unknown and not config.findings:
         listed = ", ".join(known) or "none"
         raise UsageError(f"unknown target {', '.join(map(repr, unknown))} in "
-                         f"{workspace.config_file}; its targets: {listed}")
+                         f"{config.config_file}; its targets: {listed}")
     wanted = set(names)
-    return [spec for spec in workspace.targets if spec.name in wanted]
+    return [spec for spec in config.targets if spec.name in wanted]
 
 
 async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, trust_cache: bool,

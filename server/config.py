@@ -1,9 +1,10 @@
-"""Workspace configuration: [tool.onnxlens] in pyproject.toml, or onnxlens.toml (same keys, top level).
+"""A workspace's configuration: [tool.onnxlens] in pyproject.toml, or onnxlens.toml (same keys,
+top level), read into a `Config`.
 
-`load_workspace` never raises for bad content: every mistake becomes a `config` Finding on the
+`load_config` never raises for bad content: every mistake becomes a `config` Finding on the
 offending line (and the columns of the offending key or value) of the config file, so the editor
 underlines it and `onnxlens check` prints it like any other problem. A target with a mistake is
-left out of `Workspace.targets`; the other targets stay exportable.
+left out of `Config.targets`; the other targets stay exportable.
 
 Outputs stay in the workspace: an `output-dir` or a target's `output` that lies outside the
 config's directory once `..` and symlinks are resolved is a mistake on its line, unless the
@@ -41,7 +42,9 @@ DEFAULT_TIMEOUT = 120.0
 
 
 @dataclass
-class Workspace:
+class Config:
+    """A config file as read: its targets, where each is declared, and its `config` findings."""
+
     config_file: Path  # the file the configuration came from
     root: Path  # its directory: references and output-dir are relative to it
     output_dir: Path
@@ -96,13 +99,13 @@ def _has_onnxlens_table(path: Path) -> bool:
         return "[tool.onnxlens" in text
 
 
-def load_workspace(config_file: Path) -> Workspace:
+def load_config(config_file: Path) -> Config:
     """Read and validate a config file. Never raises for bad content: mistakes become findings."""
     config_file = config_file.resolve()
     root = config_file.parent
-    workspace = Workspace(config_file=config_file, root=root, output_dir=root / DEFAULT_OUTPUT_DIR)
-    _Loader(workspace).load()
-    return workspace
+    config = Config(config_file=config_file, root=root, output_dir=root / DEFAULT_OUTPUT_DIR)
+    _Loader(config).load()
+    return config
 
 
 # --- value checks: each returns an error message, or None when the value is fine -------------
@@ -267,11 +270,11 @@ REQUIRED_TARGET_KEYS = ("model", "inputs")
 
 
 class _Loader:
-    """One validation pass over one config file, filling a Workspace."""
+    """One validation pass over one config file, filling a Config."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-        self.path = workspace.config_file
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.path = config.config_file
         self.lines: list[str] = []
         self.is_pyproject = self.path.name == "pyproject.toml"
         self.prefix: tuple[str, ...] = ("tool", "onnxlens") if self.is_pyproject else ()
@@ -285,7 +288,7 @@ class _Loader:
 
     def error(self, message: str, span: Span | None, related: list[Related] | None = None) -> None:
         span = span or Span(1, 1, 1 + len(self._line(1)))
-        self.workspace.findings.append(Finding(
+        self.config.findings.append(Finding(
             code="config",
             message=message,
             stage="load",
@@ -388,10 +391,10 @@ class _Loader:
     def load_global(self, table: dict[str, Any]) -> None:
         where = "[tool.onnxlens]" if self.is_pyproject else "onnxlens.toml"
         self.defaults = self.check_keys(table, self.main_site, GLOBAL_CHECKS, ("target", "gate"), where)
-        root = self.workspace.root
-        self.workspace.output_dir = (root / self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR)).resolve()
+        root = self.config.root
+        self.config.output_dir = (root / self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR)).resolve()
         problem = self._outside_problem("output-dir", self.defaults.get("output-dir", DEFAULT_OUTPUT_DIR),
-                                        self.workspace.output_dir)
+                                        self.config.output_dir)
         if problem:
             self.output_dir_outside = True
             self.error(problem + "; no target is exported",
@@ -408,11 +411,11 @@ class _Loader:
             return
         if site is None:  # an inline table: its keys are on the `gate = {...}` line
             site = TableSite(path=(), is_array=False, header=self._key_span(self.main_site, "gate"))
-        self.workspace.gate = self.check_keys(table, site, GATE_CHECKS, (), header)
+        self.config.gate = self.check_keys(table, site, GATE_CHECKS, (), header)
 
     def _outside_problem(self, key: str, value: str, resolved: Path) -> str | None:
         """The mistake of an output path outside the workspace, unless that is allowed."""
-        root = self.workspace.root
+        root = self.config.root
         if resolved.is_relative_to(root) or self.defaults.get("allow-output-outside-workspace"):
             return None
         return (f"`{key}` = {_shown(value)} is outside the workspace {root} (it resolves to {resolved}): onnxlens "
@@ -454,11 +457,11 @@ class _Loader:
                            f"{shared} (set a different `output`)", self._value_span(site, "output"))
                 continue
             outputs[spec.output] = outputs[spec.graph_output] = spec.name
-            self.workspace.targets.append(spec)
+            self.config.targets.append(spec)
 
     def load_target(self, entry: dict[str, Any], site: TableSite, header: str,
                     seen: dict[str, Span]) -> TargetSpec | None:
-        errors_before = len(self.workspace.findings)
+        errors_before = len(self.config.findings)
         values = self.check_keys(entry, site, TARGET_CHECKS, (), f"{header}")
         for key in REQUIRED_TARGET_KEYS:
             if key not in entry:
@@ -480,10 +483,10 @@ class _Loader:
                 return None
             seen[name] = name_span
             if site.header is not None:
-                self.workspace.target_lines[name] = site.header.line
-        if len(self.workspace.findings) > errors_before or name is None:
+                self.config.target_lines[name] = site.header.line
+        if len(self.config.findings) > errors_before or name is None:
             return None
-        self.workspace.reference_values[name] = {
+        self.config.reference_values[name] = {
             key: Location(str(self.path), span.line, span.column, span.line, span.end_column)
             for key in REFERENCE_KEYS if key in values and (span := self._value_span(site, key)) is not None}
         spec = self.make_spec(name, values)
@@ -499,15 +502,15 @@ class _Loader:
         if not where.endswith(".py"):
             return  # a module name: only an import can tell (the worker reports it)
         parsed = references.parse(reference)
-        if parsed is not None and parsed.outside(self.workspace.root) is not None:
-            self.error(parsed.outside_message(f"`{key}`", self.workspace.root), self._value_span(site, key))
+        if parsed is not None and parsed.outside(self.config.root) is not None:
+            self.error(parsed.outside_message(f"`{key}`", self.config.root), self._value_span(site, key))
             return
-        path = self.workspace.root / where
+        path = self.config.root / where
         if path.is_file():
             return
-        message = f"`{key}`: file {where} does not exist (relative to {self.workspace.root})"
+        message = f"`{key}`: file {where} does not exist (relative to {self.config.root})"
         if path.parent.is_dir():
-            candidates = [str(p.relative_to(self.workspace.root)) for p in path.parent.glob("*.py")]
+            candidates = [str(p.relative_to(self.config.root)) for p in path.parent.glob("*.py")]
             hint = difflib.get_close_matches(where, candidates, n=1)
             if hint:
                 message += f"; did you mean {hint[0]}?"
@@ -521,8 +524,8 @@ class _Loader:
             value = setting(key, None)
             return None if value is None else float(value)
 
-        root = self.workspace.root
-        output_dir = self.workspace.output_dir
+        root = self.config.root
+        output_dir = self.config.output_dir
         output = (root / values["output"]).resolve() if "output" in values else output_dir / f"{name}.onnx"
         return TargetSpec(
             name=name,

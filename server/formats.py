@@ -23,10 +23,10 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from onnxlens.exporter.types import CODES, ExportResult, Finding, Location
-from onnxlens.server.config import Workspace
+from onnxlens.server.config import Config
 from onnxlens.server.fingerprints import SARIF_KEY, fingerprint_base, numbered
 from onnxlens.server.gate import GATE_CODES, GateVerdict
-from onnxlens.server.graphs import GraphSummary
+from onnxlens.server.graphs import GateGraph
 from onnxlens.server.rules import rules
 from onnxlens.server.shards import Shard
 from onnxlens.server.shared_findings import grouped, merged, problem_key
@@ -50,13 +50,13 @@ SARIF_LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 class CheckRun:
     """Everything one `onnxlens check` produced, in config order."""
 
-    workspace: Workspace
+    config: Config
     results: list[ExportResult] = field(default_factory=list)
     seconds: float = 0.0
     selection: list[str] = field(default_factory=list)  # --target names; empty: every target
     # What a baseline needs (`--save-baseline`, `--baseline`): each exported target's graph, read
     # from its .onnx (server/graphs.py); None: not collected, and the JSON has no `graph`/`lines`.
-    graphs: dict[str, GraphSummary | None] | None = None
+    graphs: dict[str, GateGraph | None] | None = None
     gate: GateVerdict | None = None  # the comparison with `--baseline`
     shard: Shard | None = None  # `--shard K/N`: which part of the selection this run exported
     memory_mb: dict[str, float] = field(default_factory=dict)  # target -> its export's peak memory
@@ -64,14 +64,14 @@ class CheckRun:
     @property
     def invalid_targets(self) -> list[str]:
         """Selected targets left out because of config errors."""
-        valid = {spec.name for spec in self.workspace.targets}
-        return [name for name in self.workspace.target_lines
+        valid = {spec.name for spec in self.config.targets}
+        return [name for name in self.config.target_lines
                 if name not in valid and (not self.selection or name in self.selection)]
 
     @property
     def findings(self) -> list[tuple[str | None, Finding]]:
         """(target name or None for config findings, finding), config findings first."""
-        pairs: list[tuple[str | None, Finding]] = [(None, f) for f in self.workspace.findings]
+        pairs: list[tuple[str | None, Finding]] = [(None, f) for f in self.config.findings]
         for result in self.results:
             pairs.extend((result.target, f) for f in self.target_findings(result))
         return pairs
@@ -117,11 +117,11 @@ def _optional_path(path: str | None, root: Path) -> str | None:
     return display_path(path, root) if path else None
 
 
-def located(finding: Finding, target: str | None, workspace: Workspace) -> Location:
+def located(finding: Finding, target: str | None, config: Config) -> Location:
     """The finding's location with every field filled in (see the module docstring)."""
     location = finding.location
     if location is None or not location.file:
-        location = workspace.place_in_config(target, finding)
+        location = config.place_in_config(target, finding)
     end_line = location.end_line or location.line
     end_column = location.end_column
     if end_column is None:
@@ -162,9 +162,9 @@ def shown_placed(run: CheckRun) -> list[tuple[list[str | None], Placed]]:
 
 def placed_findings(run: CheckRun) -> list[Placed]:
     """run.findings, placed and fingerprinted: what every format shows."""
-    root = run.workspace.root
+    root = run.config.root
     pairs = run.findings
-    locations = [located(finding, target, run.workspace) for target, finding in pairs]
+    locations = [located(finding, target, run.config) for target, finding in pairs]
     bases = []
     for (target, finding), location in zip(pairs, locations):
         own_line = finding.location is not None and bool(finding.location.file) and finding.source_line is not None
@@ -197,11 +197,11 @@ def progress_line(result: ExportResult) -> str:
 
 
 def render_text(run: CheckRun) -> str:
-    root = run.workspace.root
+    root = run.config.root
     out: list[str] = []
     for targets, finding in run.shown:
         target = targets[0]
-        location = located(finding, target, run.workspace)
+        location = located(finding, target, run.config)
         message = message_of(finding).replace("\n", "\n    ")
         prefix = ""
         if target and len(run.results) > 1:
@@ -234,7 +234,7 @@ def summary_line(run: CheckRun) -> str:
 # --- JSON ----------------------------------------------------------------------------------
 
 def _diagnostic(placed: Placed, run: CheckRun) -> dict[str, Any]:
-    root = run.workspace.root
+    root = run.config.root
     finding, location = placed.finding, placed.location
     data = {
         "file": display_path(location.file, root),
@@ -283,7 +283,7 @@ def _cost(result: ExportResult, root: Path) -> dict[str, Any]:
 
 
 def _target_data(result: ExportResult, run: CheckRun, diagnostics: list[dict[str, Any]]) -> dict[str, Any]:
-    root = run.workspace.root
+    root = run.config.root
     data: dict[str, Any] = {
         "name": result.target,
         "status": result.status,
@@ -310,7 +310,7 @@ def _target_data(result: ExportResult, run: CheckRun, diagnostics: list[dict[str
 
 
 def to_json_data(run: CheckRun) -> dict[str, Any]:
-    root = run.workspace.root
+    root = run.config.root
     by_target: dict[str | None, list[dict[str, Any]]] = {}
     for placed in placed_findings(run):
         by_target.setdefault(placed.target, []).append(_diagnostic(placed, run))
@@ -318,7 +318,7 @@ def to_json_data(run: CheckRun) -> dict[str, Any]:
         "version": 1,
         "targets": [_target_data(result, run, by_target.get(result.target, [])) for result in run.results],
         # Extensions: the config file and its own problems (not tied to an exported target).
-        "config": display_path(run.workspace.config_file, root),
+        "config": display_path(run.config.config_file, root),
         "config_diagnostics": by_target.get(None, []),
     }
     if run.shard is not None:  # extension: `onnxlens merge` joins the shards in this order
@@ -362,7 +362,7 @@ def _artifact(path: str, root: Path) -> dict[str, Any]:
 
 
 def _sarif_result(placed: Placed, targets: list[str | None], run: CheckRun, rule_index: int) -> dict[str, Any]:
-    finding, location, root = placed.finding, placed.location, run.workspace.root
+    finding, location, root = placed.finding, placed.location, run.config.root
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "ruleIndex": rule_index,
@@ -438,7 +438,7 @@ def to_sarif_data(run: CheckRun) -> dict[str, Any]:
             "informationUri": INFORMATION_URI,
             "rules": rule_list,
         }},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": run.workspace.root.resolve().as_uri() + "/"}},
+        "originalUriBaseIds": {"%SRCROOT%": {"uri": run.config.root.resolve().as_uri() + "/"}},
         "invocations": [{"executionSuccessful": True}],
         "results": results,
     }

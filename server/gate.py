@@ -36,7 +36,7 @@ from typing import Any
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import Finding, Location, Related
-from onnxlens.server.config import Workspace
+from onnxlens.server.config import Config
 from onnxlens.server.source_lines import read_line
 
 GATE_CODES = {
@@ -117,7 +117,7 @@ def load_baseline(path: Path) -> dict[str, Any]:
     return data
 
 
-def compare(baseline: dict[str, Any], current: dict[str, Any], workspace: Workspace, thresholds: Thresholds,
+def compare(baseline: dict[str, Any], current: dict[str, Any], config: Config, thresholds: Thresholds,
             baseline_name: str) -> GateVerdict:
     """The verdict on `current` (this run's JSON result with details) against `baseline`."""
     verdict = GateVerdict(baseline=baseline_name, thresholds=thresholds)
@@ -133,12 +133,12 @@ def compare(baseline: dict[str, Any], current: dict[str, Any], workspace: Worksp
         _classify(verdict, before["diagnostics"], target["diagnostics"], name)
         verdict.measures[name] = {measure: [_measure(before, measure), _measure(target, measure)]
                                   for measure in MEASURES}
-        spec = next((s for s in workspace.targets if s.name == name), None)
+        spec = next((s for s in config.targets if s.name == name), None)
         fallback = references.model_definition(spec) if spec is not None else None
-        regressions = _Comparison(before, target, workspace.root, thresholds, fallback, spec, verdict.notes).run()
+        regressions = _Comparison(before, target, config.root, thresholds, fallback, spec, verdict.notes).run()
         if regressions:
             verdict.findings[name] = regressions
-    verdict.removed_targets = [name for name in before_targets if name not in workspace.target_lines]
+    verdict.removed_targets = [name for name in before_targets if name not in config.target_lines]
     return verdict
 
 

@@ -17,7 +17,14 @@ from typing import Any
 
 
 @dataclass
-class GraphSummary:
+class GateGraph:
+    """A saved model as the gate compares it, kept in the baseline JSON (docs/cli.md).
+
+    Not the result's `exporter.types.GraphSummary`, which the worker builds for the editor and
+    the next export's comparison: the gate needs the initializers' bytes per module (a weight
+    that grew names its module), which the result does not carry, and the baseline's format is
+    a contract of its own."""
+
     ops: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes
     # The graph's inputs and outputs in order: {"name", "dims"}, a dim a name (dynamic), a size, or None
     inputs: list[dict[str, Any]] = field(default_factory=list)
@@ -38,7 +45,7 @@ class GraphSummary:
                 "initializer_bytes": self.initializer_bytes, "initializers": self.initializers}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphSummary:
+    def from_dict(cls, data: dict[str, Any]) -> GateGraph:
         return cls(ops=dict(data.get("ops") or {}), inputs=list(data.get("inputs") or []),
                    outputs=list(data.get("outputs") or []), initializers=dict(data.get("initializers") or {}))
 
@@ -52,7 +59,7 @@ def module_of(initializer: str) -> str:
     return initializer.rpartition(".")[0] or CONSTANTS
 
 
-def summarize(path: str) -> GraphSummary | None:
+def summarize(path: str) -> GateGraph | None:
     """The summary of the model at `path`; None when it cannot be read."""
     import onnx
     from onnx import helper
@@ -61,7 +68,7 @@ def summarize(path: str) -> GraphSummary | None:
         model = onnx.load(path, load_external_data=False)
     except Exception:  # noqa: BLE001 - a missing or damaged file: nothing to compare
         return None
-    summary = GraphSummary()
+    summary = GateGraph()
     ops: Counter[str] = Counter()
     graphs = [model.graph]
     while graphs:

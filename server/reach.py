@@ -15,13 +15,13 @@ from pathlib import Path
 
 from onnxlens.exporter.types import TargetSpec
 from onnxlens.server.cache import ResultCache, referenced_files
-from onnxlens.server.config import Workspace
+from onnxlens.server.config import Config
 
 
-def reached(workspace: Workspace, specs: list[TargetSpec], changed: list[Path], cache: ResultCache) -> list[TargetSpec]:
+def reached(config: Config, specs: list[TargetSpec], changed: list[Path], cache: ResultCache) -> list[TargetSpec]:
     """The specs (in their order) that a change of any of `changed` may affect."""
     files = {os.path.realpath(path) for path in changed}
-    if os.path.realpath(workspace.config_file) in files:
+    if os.path.realpath(config.config_file) in files:
         return list(specs)
     out = []
     for spec in specs:

@@ -11,6 +11,12 @@
   torch.fx.experimental, the private functions of torch.export's modules ...) are used in one
   package only, the adapter of torch's internals (exporter/torch_internals/): statically, every
   import and every attribute read through a name bound to torch.
+* Fix-its: the worker's proposals (exporter/proposals/) are a wing, importing no module of the
+  pipeline's; the server's fix-its (server/fixits/) are LSP-free, importing nothing of
+  server/lsp/ (nor pygls, lsprotocol).
+* One rule in one place: the names of the directories that hold none of the user's code are
+  spelled in exporter/locations/directories.py only, and the ids of the server's commands in
+  server/lsp/command_ids.py only.
 """
 
 from __future__ import annotations
@@ -151,11 +157,13 @@ def _imports(module: str, prefixes: tuple[str, ...]) -> bool:
     return out.stdout.strip() == "True"
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 @pytest.mark.parametrize("module", _server_modules())
 def test_server_side_modules_do_not_import_torch(module):
     assert not _imports(module, ("torch",))
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 def test_the_exporter_pipeline_does_not_import_pygls():
     # One fresh interpreter for the whole pipeline (it imports torch: seconds per module); the
     # static test above covers every module on its own.
@@ -170,7 +178,7 @@ def test_pyproject_ships_every_package_of_the_source_tree():
 
 
 ADAPTER_PACKAGE = "onnxlens.exporter.torch_internals"
-# Public by name, private in fact: the issue's list of torch's internals.
+# Public by name, private in fact (torch documents nothing under it as stable).
 _PRIVATE_TORCH_PACKAGES = ("torch.fx.experimental",)
 
 
@@ -257,7 +265,66 @@ def test_the_adapter_package_is_where_torch_internals_are():
     assert not private_torch_uses(MODULES[f"{ADAPTER_PACKAGE}.public"].read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 def test_the_adapter_choice_is_torch_free():
     # The server names the worker's adapter (onnxlens --version, its log, the cache key).
     assert not _imports("onnxlens.exporter.torch_internals", ("torch",))
     assert not _imports("onnxlens.exporter.versions", ("torch",))
+
+
+def _imports_of_package(package: str) -> dict[str, set[str]]:
+    return {module: _imported(module, path) for module, path in MODULES.items()
+            if module == package or module.startswith(package + ".")}
+
+
+def test_the_proposals_wing_imports_no_module_of_the_pipeline():
+    imports = _imports_of_package("onnxlens.exporter.proposals")
+    assert imports, "no module in exporter/proposals/"
+    for module, names in imports.items():
+        reached = sorted(n for n in names if n == "onnxlens.exporter.pipeline" or n.startswith("onnxlens.exporter.pipeline."))
+        assert not reached, f"{module} imports {reached}"
+
+
+def test_the_fixits_know_nothing_of_lsp():
+    imports = _imports_of_package("onnxlens.server.fixits")
+    assert len(imports) > 5, "the fix-its are not where the layout says"
+    for module, names in imports.items():
+        reached = sorted(n for n in names if n.startswith(("onnxlens.server.lsp", "pygls", "lsprotocol")))
+        assert not reached, f"{module} imports {reached}"
+
+
+def _string_constants(path: Path) -> set[str]:
+    return {node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+
+
+RULE_OF_DIRECTORIES = "onnxlens.exporter.locations.directories"
+COMMAND_IDS = "onnxlens.server.lsp.command_ids"
+
+
+def _spelled_outside(owner: str, words: set[str]) -> dict[str, list[str]]:
+    found = {module: sorted(_string_constants(path) & words) for module, path in MODULES.items() if module != owner}
+    return {module: words for module, words in found.items() if words}
+
+
+def test_only_the_directory_rule_names_the_directories_that_are_not_the_users():
+    from onnxlens.exporter.locations.directories import ENVIRONMENT_MARKERS, NOT_USERS
+
+    # Names with no other meaning in our code: `__pycache__` (bytecode), `site-packages` and
+    # `dist-packages` (where an installed library is) have other uses.
+    names = (set(NOT_USERS) | set(ENVIRONMENT_MARKERS)) - {"__pycache__", "site-packages", "dist-packages"}
+    assert names <= _string_constants(MODULES[RULE_OF_DIRECTORIES])
+    assert not _spelled_outside(RULE_OF_DIRECTORIES, names)
+
+
+def test_only_the_declaration_spells_the_server_commands():
+    from onnxlens.server.lsp.command_ids import ALL
+
+    assert set(ALL) <= _string_constants(MODULES[COMMAND_IDS])
+    assert not _spelled_outside(COMMAND_IDS, set(ALL))
+
+
+def test_the_spelling_check_finds_a_spelling():
+    # Sanity: the checks above would see a module spelling a name of the rule.
+    assert ".venv" in _string_constants(MODULES[RULE_OF_DIRECTORIES])
+    assert _spelled_outside("onnxlens.server.lsp.commands", {".venv"})

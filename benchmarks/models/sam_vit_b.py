@@ -1,5 +1,5 @@
 """segment-anything's ViT-B image encoder (`sam_model_registry["vit_b"]()`, no checkpoint: random
-weights, seeded), the reference of issue 21 for verification's cost: at 1024x1024 it runs the
+weights, seeded), the reference model for verification's cost: at 1024x1024 it runs the
 model for tens of seconds on a CPU. `inputs`: one image, as SamPredictor feeds it; `inputs_pair`
 with `batch_shapes`: two images and a dynamic batch, for `verify-inputs = "small"`."""
 

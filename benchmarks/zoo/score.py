@@ -67,7 +67,7 @@ class Case:
     classes: list[int] = field(default_factory=list)
     responsible: list[str] = field(default_factory=list)  # "path:line", path relative to site-packages or root
     # The responsible lines in the workspace that must be the primary location of an error finding
-    # (issue 18: the culprit is the primary location where it is in the workspace).
+    # (the culprit is the primary location where it is in the workspace).
     primary: list[str] = field(default_factory=list)
     # Of several responsible lines, the one whose problem the stock exporter's error is about (the
     # others surface only once it is fixed).

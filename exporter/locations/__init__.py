@@ -6,6 +6,8 @@ and timeouts, import and setup errors, and the hover/lens lines.
 
     files.py    the rule: a file is the user's (the workspace), a library's (transformers ...:
                 shown in the chain) or torch's own (never shown); `Workspace`, `classify`
+    directories.py  the workspace's directories that hold none of the user's code (environments,
+                VCS data, installed packages, caches): findings, the watcher and init's search
     frames.py   `Frame`, and one parser per source of frames (FX stack traces, Python
                 tracebacks, faulthandler dumps, draft_export's user stacks)
     columns.py  byte offsets -> character columns; the call of an op or a module on a line

@@ -12,7 +12,8 @@ mismatches, crashes and timeouts, import/setup errors) and the hover/lens lines 
   export a model that ships inside torch (an ExportDB example, `nn.AdaptiveLogSoftmaxWithLoss`),
   and its lines are then the only lines that explain a failure. They count as library code.
 * `Origin.USER`: a file of the workspace (`Workspace.contains`: under the root, not in a
-  vendored or virtual-environment directory, not in the output directory). The primary location
+  directory that holds none of the user's code (directories.py: vendored packages,
+  environments, VCS data, caches), not in the output directory). The primary location
   of a finding is always the innermost such frame when there is one.
 * `Origin.LIBRARY`: everything else, which is third-party code such as transformers (or a file
   outside the workspace): part of the user-relevant chain, shown as related locations.
@@ -36,14 +37,10 @@ import inspect
 import os
 import sys
 import sysconfig
-from pathlib import Path
 from typing import Iterable
 
+from onnxlens.exporter.locations.directories import under_not_users
 from onnxlens.exporter.types import TargetSpec
-
-# Directory names that mark third-party code even when it sits inside the workspace.
-VENDOR_DIRS = frozenset({"site-packages", "dist-packages", ".venv", "venv", ".tox", ".nox", "node_modules",
-                         "__pypackages__", ".git"})
 
 # Installed packages whose frames are torch's side of the export, not the model's.
 INTERNAL_PACKAGES = frozenset({"torch", "functorch", "onnx", "onnxscript", "onnx_ir", "onnxruntime"})
@@ -70,7 +67,8 @@ class Origin(enum.Enum):
 
 
 class Workspace:
-    """Decides whether a file is the user's: under the root, not vendored, not our output."""
+    """Decides whether a file is the user's: under the root, not in a directory that holds none
+    of the user's code (directories.py), not our output."""
 
     def __init__(self, root: str, output_dir: str | None = None, model_files: Iterable[str] = ()) -> None:
         self.root = os.path.realpath(root)
@@ -101,12 +99,7 @@ class Workspace:
             self.output_dir and _is_under(real, self.output_dir)
         )
         if inside:
-            relative = Path(os.path.relpath(real, self.root))
-            inside = not any(part in VENDOR_DIRS for part in relative.parts[:-1])
-            if inside:
-                # A virtual environment under any name: a pyvenv.cfg above the file.
-                inside = not any((Path(self.root) / Path(*relative.parts[:i]) / "pyvenv.cfg").exists()
-                                 for i in range(1, len(relative.parts)))
+            inside = not under_not_users(self.root, real)
         self._cache[path] = inside
         return inside
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxlens.exporter.pipeline.decomposition_offers import extra_table
+from onnxlens.exporter.proposals.decomposition_offers import extra_table
 from onnxlens.exporter.pipeline.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.stacks import restore_stock_traces

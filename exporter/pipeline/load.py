@@ -19,7 +19,7 @@ from onnxlens.exporter.pipeline.kept_fills import FILL_OPS, KeptFills
 import onnxlens.exporter.pipeline.weights as weights
 from onnxlens.exporter.locations import is_user_code, model_code
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.shapes_proposal import propose
+from onnxlens.exporter.proposals.dynamic_shapes import propose
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, custom_table_key, validate_custom_table
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding

@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 from onnxlens.exporter.locations import Workspace, from_stack_trace, is_user_code
 from onnxlens.exporter.pipeline.decompose import decompose, job_decompositions
-from onnxlens.exporter.pipeline.decomposition_offers import offer_for
+from onnxlens.exporter.proposals.decomposition_offers import offer_for
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
 from onnxlens.exporter.pipeline.op_sources import op_source
 from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
 from onnxlens.exporter.pipeline.translate import failure_findings_of, is_dispatch_failure, node_failures
-from onnxlens.exporter.pipeline.translation_stubs import stub_for
+from onnxlens.exporter.proposals.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer
 

@@ -5,9 +5,9 @@ tests of tests/exporter and tests/worker on each release).
 Everything onnxlens needs of torch's private modules, under names that say what it is for; the
 pipeline calls these and never a private module itself (torch_internals/__init__.py). Each
 function does one thing torch's public API does inside `torch.onnx.export(..., dynamo=True)` or
-`torch.export`, or reads one thing those keep private. Imports of torch's private modules stay
-inside the functions where the pipeline imported them lazily before (the report helpers, the
-lazy onnxscript APIs), so that importing this module costs what the pipeline's imports did.
+`torch.export`, or reads one thing those keep private. The private modules only some jobs need
+(the report helpers, onnxscript's lazily loaded APIs) are imported inside the functions that use
+them: importing this module, which every worker does at start, costs only what every job needs.
 """
 
 from __future__ import annotations

@@ -1,13 +1,15 @@
 """Code actions on onnxlens diagnostics: open the report, re-export, show the exported program,
-the finding's own fixes as quick fixes with a WorkspaceEdit, and on an `unsupported-op` one
-"Write an ONNX translation for aten.X" per op (server/translation_fix.py decides the edits) and,
-where torch can decompose the op into ops with translations, "Decompose aten.X with torch's
-decomposition" (server/decomposition_fix.py).
+the finding's own fixes as quick fixes with a WorkspaceEdit, and the fix-its the registry lists
+(server/fixits/registry.py): on a finding, one per proposal it carries ("Write an ONNX
+translation for aten.X", "Decompose aten.X with torch's decomposition"); on a target's
+definitions, the ones its last result proposes ("Declare dynamic shapes for <target>").
 
-Without a diagnostic: "Declare dynamic shapes for <target>" on a target's definitions, and
-"Add <Name> as an ONNX export target" (kind refactor.rewrite) on the header line of an nn.Module
-class or a model factory that no target exports yet (server/target_candidates.py finds them,
-server/target_fix.py decides the edits)."""
+Without a diagnostic: "Add <Name> as an ONNX export target" (kind refactor.rewrite) on the header
+line of an nn.Module class or a model factory that no target exports yet
+(server/fixits/buffer_targets.py finds them and plans the edits).
+
+Every fix-it is a `Fix` (server/fixits/fix.py) and becomes a code action in one place
+(`_fix_action`); this module decides where each is offered, the fix-its what they change."""
 
 from __future__ import annotations
 
@@ -17,23 +19,23 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import Fix, Location
-from onnxlens.server.decomposition_fix import decomposition_fix
-from onnxlens.server.shapes_fix import shapes_fix
-from onnxlens.server.buffer_targets import selects_definition, target_fixes
-from onnxlens.server.target_candidates import MAX_FILE_BYTES
-from onnxlens.server.target_fix import config_file_for
-from onnxlens.server.translation_fix import TranslationFix, translation_fix
+from onnxlens.exporter.types import Fix as FindingEdit
+from onnxlens.exporter.types import Location
+from onnxlens.server.fixits import registry
+from onnxlens.server.fixits.buffer_targets import new_target_fixes, selects_definition
+from onnxlens.server.fixits.candidates import MAX_FILE_BYTES
+from onnxlens.server.fixits.fix import ConfiguredTarget, Fix
+from onnxlens.server.fixits.new_targets import config_file_for
 
+from .command_ids import EXPORT, OPEN_REPORT, OPEN_TRANSLATION, SHOW_EXPORTED_PROGRAM
 from .diagnostics import Entry, line_range
 from .handlers import Feature, handles
-from .project import norm
+from .project import Project, TargetState, norm
 from .uris import path_of, uri_of
 from .workspace_edits import workspace_edit
 
 KIND = lsp.CodeActionKind.QuickFix
 TARGET_KIND = lsp.CodeActionKind.RefactorRewrite  # a new target: no problem is fixed
-OPEN_TRANSLATION = "onnxlens.openTranslation"  # commands.py answers it (features do not import each other)
 
 
 def _overlaps(a: lsp.Range, b: lsp.Range) -> bool:
@@ -59,10 +61,9 @@ class CodeActions(Feature):
                    if _overlaps(e.diagnostic.range, params.range)]
         actions: list[lsp.CodeAction] = []
         for entry in entries:
-            actions += [fix_action(fix, entry.diagnostic) for fix in entry.finding.fixes]
-            actions += self._translation_actions(entry)
-            actions += self._decomposition_actions(entry)
-        actions += self._shapes_actions(path_of(params.text_document.uri), params.range)
+            actions += [finding_edit_action(edit, entry.diagnostic) for edit in entry.finding.fixes]
+            actions += self._finding_fix_actions(entry)
+        actions += self._target_fix_actions(path_of(params.text_document.uri), params.range)
         seen: set[tuple[str, str]] = set()
         several = len({entry.owner for entry in entries}) > 1  # a problem targets share: say whose action
         for entry in entries:
@@ -73,11 +74,11 @@ class CodeActions(Feature):
         return actions + targets or None
 
     def _target_actions(self, entry: Entry, diagnostics: list[lsp.Diagnostic], named: bool) -> list[lsp.CodeAction]:
-        config, target = entry.owner
-        project = self.session.projects.get(config)
-        state = project.targets.get(target) if project else None
-        if state is None:  # a config finding: nothing to export or open
+        target = entry.owner[1]
+        found = self._configured(entry.owner)
+        if found is None:  # a config finding: nothing to export or open
             return []
+        state = found[1]
 
         def action(title: str, command: str, argument: str) -> lsp.CodeAction:
             return lsp.CodeAction(title=title, kind=KIND, diagnostics=diagnostics,
@@ -85,60 +86,45 @@ class CodeActions(Feature):
 
         actions = []
         if state.result and state.result.report:
-            actions.append(action(f"Open export report{f' of {target}' if named else ''}", "onnxlens.openReport",
+            actions.append(action(f"Open export report{f' of {target}' if named else ''}", OPEN_REPORT,
                                   state.result.report))
-        actions.append(action(f"Re-export {target}", "onnxlens.export", target))
+        actions.append(action(f"Re-export {target}", EXPORT, target))
         if state.result and state.result.exported_program:
-            actions.append(action(f"Show exported program{f' of {target}' if named else ''}", "onnxlens.showExportedProgram", target))
+            actions.append(action(f"Show exported program{f' of {target}' if named else ''}", SHOW_EXPORTED_PROGRAM, target))
         return actions
 
 
-    def _translation_actions(self, entry: Entry) -> list[lsp.CodeAction]:
-        """"Write an ONNX translation for aten.X": needs a client that creates files from a
-        WorkspaceEdit (the module may be new)."""
-        stubs = entry.finding.translation_stubs
-        project = self.session.projects.get(entry.owner[0]) if stubs else None
-        state = project.targets.get(entry.owner[1]) if project else None
-        if state is None or not self.session.client.features.create_files:
-            return []
-        actions = []
-        for stub in stubs:
-            fix = translation_fix(state.spec, project.config_file, project.workspace.target_lines.get(entry.owner[1]), stub)
-            if fix is not None:
-                actions.append(translation_action(fix, entry.diagnostic))
-        return actions
-
-
-    def _decomposition_actions(self, entry: Entry) -> list[lsp.CodeAction]:
-        """"Decompose aten.X with torch's decomposition": the op into the target's
-        extra-decompositions (server/decomposition_fix.py decides the edit)."""
-        offers = entry.finding.decomposition_offers
-        project = self.session.projects.get(entry.owner[0]) if offers else None
-        state = project.targets.get(entry.owner[1]) if project else None
+    def _configured(self, owner: tuple[str, str]) -> tuple[ConfiguredTarget, TargetState] | None:
+        """The configured target a finding's owner names, and its state; None for a config
+        finding or a target the config no longer has."""
+        project = self.session.projects.get(owner[0])
+        state = project.targets.get(owner[1]) if project else None
         if state is None:
+            return None
+        return _configured_target(project, owner[1], state), state
+
+    def _finding_fix_actions(self, entry: Entry) -> list[lsp.CodeAction]:
+        """The fix-its of a finding (registry.ON_FINDINGS): one per proposal it carries."""
+        found = self._configured(entry.owner) if _has_proposals(entry) else None
+        if found is None:
             return []
-        fixes = [decomposition_fix(state.spec, project.config_file, project.workspace.target_lines.get(entry.owner[1]), offer)
-                 for offer in offers]
-        return [lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[entry.diagnostic],
-                               edit=workspace_edit(fix.insertions))
-                for fix in fixes if fix is not None]
+        fixes = registry.fixes_on_finding(found[0], entry.finding,
+                                          client_creates_files=self.session.client.features.create_files)
+        return [_fix_action(fix, KIND, [entry.diagnostic]) for fix in fixes]
 
-
-    def _shapes_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
-        """"Declare dynamic shapes for <target>" where its export proposed a factory: on the
-        model's definition, the example inputs' function, the dynamic-shapes factory, the
-        target's header in the config and the line where the export said the inputs or the
-        dynamic shapes do not fit the model (a `setup` finding of the capture: a spec missing an
-        input, on its `return`); a new factory, or the inputs a declared one misses
-        (server/shapes_fix.py decides the edits)."""
+    def _target_fix_actions(self, file: str, selected: lsp.Range) -> list[lsp.CodeAction]:
+        """The fix-its a target's last result proposes (registry.ON_TARGETS: "Declare dynamic
+        shapes for <target>"), on its definitions: the model's, the example inputs' function, the
+        dynamic-shapes factory, the target's header in the config and the line where the export
+        said the inputs or the dynamic shapes do not fit the model (a `setup` finding of the
+        capture: a spec missing an input, on its `return`)."""
         actions = []
         for project in self.session.projects.values():
             for name, state in project.targets.items():
-                proposal = state.result.shapes_proposal if state.result else None
-                if proposal is None:
+                if state.result is None or not any(kind.proposal(state.result) is not None for kind in registry.ON_TARGETS):
                     continue
-                header = project.workspace.target_lines.get(name)
-                places = [(str(project.config_file), header), _line_of(state.result.model_location),
+                target = _configured_target(project, name, state)
+                places = [(str(project.config_file), target.header_line), _line_of(state.result.model_location),
                           *(_line_of(references.definition_location(state.spec.root, reference))
                             for reference in (state.spec.inputs, state.spec.dynamic_shapes) if reference),
                           *(_line_of(finding.location) for finding in state.result.findings
@@ -146,11 +132,8 @@ class CodeActions(Feature):
                 if not any(where == file and line is not None and selected.start.line <= line - 1 <= selected.end.line
                            for where, line in places):
                     continue
-                fix = shapes_fix(state.spec, project.config_file, header, proposal)
-                if fix is not None:
-                    actions.append(lsp.CodeAction(title=fix.title, kind=KIND, edit=workspace_edit(fix.insertions)))
+                actions += [_fix_action(fix, KIND) for fix in registry.fixes_on_target(target, state.result)]
         return actions
-
 
     async def _new_target_actions(self, file: str, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         """"Add <Name> as an ONNX export target" on the `class`/`def` line of a candidate that is
@@ -160,7 +143,7 @@ class CodeActions(Feature):
         The buffer is parsed in the helper process (server/offload.py), never on the event loop
         nor a thread of it: a big buffer's parse holds the GIL for seconds. Most requests need
         no parse: the selection holds no top-level `class`/`def` line, or the buffer is past the
-        size of a model of the user's (server/buffer_targets.py)."""
+        size of a model of the user's (server/fixits/buffer_targets.py)."""
         root = self._workspace_root(file) if file.endswith(".py") else None
         if root is None:
             return []
@@ -171,13 +154,13 @@ class CodeActions(Feature):
         if not config_file_for(root).exists() and not self.session.client.features.create_files:
             return []
         try:
-            fixes, notes = await self.session.offload.call(target_fixes, Path(file), text, root, first, last)
+            fixes, notes = await self.session.offload.call(new_target_fixes, Path(file), text, root, first, last)
         except Exception as error:  # noqa: BLE001 - no action is all a failure costs
             self.session.log(logging.WARNING, f"onnxlens: could not read {Path(file).name} for new targets: {error}")
             return []
         for note in notes:
             self.session.log(logging.INFO, note)
-        return [lsp.CodeAction(title=fix.title, kind=TARGET_KIND, edit=workspace_edit(fix.insertions)) for fix in fixes]
+        return [_fix_action(fix, TARGET_KIND) for fix in fixes]
 
     def _workspace_root(self, file: str) -> Path | None:
         """The root new targets of `file` go to: its project's (the innermost) or its workspace
@@ -196,17 +179,26 @@ def _line_of(location: Location | None) -> tuple[str | None, int | None]:
     return (norm(location.file), location.line) if location is not None else (None, None)
 
 
-def translation_action(fix: TranslationFix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
-    """The edit, then the command that opens the module on the stub's body."""
-    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], edit=workspace_edit(fix.insertions),
-                          command=lsp.Command(title="Open the translation", command=OPEN_TRANSLATION,
-                                              arguments=[fix.module, fix.focus_line]))
+def _configured_target(project: Project, name: str, state: TargetState) -> ConfiguredTarget:
+    return ConfiguredTarget(state.spec, project.config_file, project.config.target_lines.get(name))
 
 
-def fix_action(fix: Fix, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
-    """A fix the exporter suggested (e.g. insert `torch._check(...)`) as a quick fix with its edit."""
-    edit = lsp.TextEdit(range=line_range(fix.line, fix.column, fix.end_line, fix.end_column, None),
-                        new_text=fix.new_text)
-    return lsp.CodeAction(title=fix.title, kind=KIND, diagnostics=[diagnostic], is_preferred=True,
-                          edit=lsp.WorkspaceEdit(changes={uri_of(fix.file): [edit]}))
+def _has_proposals(entry: Entry) -> bool:
+    return any(kind.proposals(entry.finding) for kind in registry.ON_FINDINGS)
 
+
+def _fix_action(fix: Fix, kind: lsp.CodeActionKind, diagnostics: list[lsp.Diagnostic] | None = None) -> lsp.CodeAction:
+    """A fix-it as a code action: its edit, then, when the fix shows a place once applied (the
+    translation module on the stub's body), the command that opens it there."""
+    show = None if fix.show is None else lsp.Command(title=fix.show.title, command=OPEN_TRANSLATION,
+                                                     arguments=[fix.show.file, fix.show.line])
+    return lsp.CodeAction(title=fix.title, kind=kind, diagnostics=diagnostics, edit=workspace_edit(fix.insertions),
+                          command=show)
+
+
+def finding_edit_action(edit: FindingEdit, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
+    """A text edit the exporter suggested (e.g. insert `torch._check(...)`) as a quick fix."""
+    text_edit = lsp.TextEdit(range=line_range(edit.line, edit.column, edit.end_line, edit.end_column, None),
+                             new_text=edit.new_text)
+    return lsp.CodeAction(title=edit.title, kind=KIND, diagnostics=[diagnostic], is_preferred=True,
+                          edit=lsp.WorkspaceEdit(changes={uri_of(edit.file): [text_edit]}))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
+from .command_ids import EXPORT, OPEN_REPORT
 from .handlers import Feature, handles
 from .project import TargetState, norm
 from .uris import path_of
@@ -28,10 +29,10 @@ class CodeLens(Feature):
                 where = lsp.Range(start=position, end=position)
                 busy = self.session.scheduler.is_busy(project, name)
                 lenses.append(lsp.CodeLens(range=where, command=lsp.Command(
-                    title=status_title(name, state, busy), command="onnxlens.export", arguments=[name])))
+                    title=status_title(name, state, busy), command=EXPORT, arguments=[name])))
                 if state.result is not None and state.result.report:
                     lenses.append(lsp.CodeLens(range=where, command=lsp.Command(
-                        title="Open export report", command="onnxlens.openReport",
+                        title="Open export report", command=OPEN_REPORT,
                         arguments=[state.result.report])))
             for name, state in project.targets.items():
                 lenses += self._change_lenses(project.key, name, state, path)
@@ -69,7 +70,7 @@ class CodeLens(Feature):
             return None
         position = lsp.Position(line=now - 1, character=0)
         return lsp.CodeLens(range=lsp.Range(start=position, end=position), command=lsp.Command(
-            title=title, command="onnxlens.openReport", arguments=[report]))
+            title=title, command=OPEN_REPORT, arguments=[report]))
 
 
 def status_title(name: str, state: TargetState, busy: bool) -> str:

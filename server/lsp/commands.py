@@ -25,16 +25,10 @@ from pygls.exceptions import JsonRpcInvalidParams
 from onnxlens.exporter.report import export_id_of
 from onnxlens.exporter.types import ExportResult
 
+from .command_ids import EXPORT, EXPORT_ALL, OPEN_REPORT, OPEN_TRANSLATION, RESTART_WORKER, SHOW_EXPORTED_PROGRAM
 from .handlers import Feature, command
 from .project import Project, norm
 from .uris import uri_of
-
-EXPORT = "onnxlens.export"
-EXPORT_ALL = "onnxlens.exportAll"
-OPEN_REPORT = "onnxlens.openReport"
-SHOW_EXPORTED_PROGRAM = "onnxlens.showExportedProgram"
-RESTART_WORKER = "onnxlens.restartWorker"
-OPEN_TRANSLATION = "onnxlens.openTranslation"  # the translation quick fix's follow-up: open the stub
 
 
 def _invalid(message: str) -> JsonRpcInvalidParams:

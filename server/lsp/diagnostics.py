@@ -211,7 +211,7 @@ def fallback_location(project: Project, owner: str, finding: Finding) -> Locatio
         definition = state.model_definition() if state else None
         if definition is not None:
             return definition
-    return project.workspace.place_in_config(owner, finding)
+    return project.config.place_in_config(owner, finding)
 
 
 def placed(finding: Finding, fallback: Callable[[], Location]) -> Finding:
@@ -252,7 +252,7 @@ class Diagnostics:
         self._publish(self._replace(project, target, []))
 
     def publish_config(self, project: Project) -> None:
-        changed = self._replace(project, CONFIG_OWNER, project.workspace.findings)
+        changed = self._replace(project, CONFIG_OWNER, project.config.findings)
         changed.add(str(project.config_file))
         self._publish(changed)
 

@@ -13,17 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
+from onnxlens.exporter.locations.directories import not_users_directory, under_not_users
 from onnxlens.exporter.graph_change import graph_change
 from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
                                      TargetSpec)
-from onnxlens.server.config import Workspace, load_workspace
-
-# Directories whose changes never concern an export: VCS data, virtual environments, caches.
-IGNORED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", "node_modules",
-    ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".nox", ".ipynb_checkpoints", ".idea",
-    ".vscode",
-})
+from onnxlens.server.config import Config, load_config
 
 
 def norm(path: str | os.PathLike) -> str:
@@ -130,15 +124,14 @@ def _place(finding: Finding) -> tuple:
     return (norm(location.file), location.line, finding.code) if location else (None, 0, finding.code)
 
 
-def _unreadable_config(config_file: Path, error: Exception) -> Workspace:
-    """A workspace with no targets and one `config` finding saying why the file could not be read."""
+def _unreadable_config(config_file: Path, error: Exception) -> Config:
+    """A config with no targets and one `config` finding saying why the file could not be read."""
     line = getattr(error, "lineno", None) or 1
     message = f"cannot read the onnxlens configuration: {error}"
-    workspace = Workspace(config_file=config_file, root=config_file.parent,
-                          output_dir=config_file.parent / ".onnxlens")
-    workspace.findings.append(Finding(code="config", message=message, stage="load",
-                                      location=Location(file=str(config_file), line=line)))
-    return workspace
+    config = Config(config_file=config_file, root=config_file.parent, output_dir=config_file.parent / ".onnxlens")
+    config.findings.append(Finding(code="config", message=message, stage="load",
+                                   location=Location(file=str(config_file), line=line)))
+    return config
 
 
 class Project:
@@ -147,7 +140,7 @@ class Project:
     def __init__(self, config_file: Path) -> None:
         self.config_file = Path(norm(config_file))
         self.root = self.config_file.parent
-        self.workspace: Workspace = Workspace(self.config_file, self.root, self.root / ".onnxlens")
+        self.config: Config = Config(self.config_file, self.root, self.root / ".onnxlens")
         self.targets: dict[str, TargetState] = {}
 
     @property
@@ -156,18 +149,18 @@ class Project:
 
     @property
     def output_dir(self) -> Path:
-        return Path(norm(self.workspace.output_dir))
+        return Path(norm(self.config.output_dir))
 
     def load(self) -> tuple[list[str], list[str]]:
         """(Re)read the config. Returns (targets to export: new or changed, targets removed)."""
         try:
-            workspace = load_workspace(self.config_file)
+            config = load_config(self.config_file)
         except Exception as error:  # noqa: BLE001 - any unreadable config becomes a finding, not a crash
-            workspace = _unreadable_config(self.config_file, error)
-        self.workspace = workspace
+            config = _unreadable_config(self.config_file, error)
+        self.config = config
         changed: list[str] = []
         states: dict[str, TargetState] = {}
-        for spec in workspace.targets:
+        for spec in config.targets:
             old = self.targets.get(spec.name)
             if old is not None and old.spec == spec:
                 states[spec.name] = old
@@ -190,16 +183,13 @@ class Project:
         return path == str(self.root) or path.startswith(str(self.root) + os.sep)
 
     def is_ignored(self, path: str) -> bool:
-        """True for files no export can depend on: outputs, VCS data, environments, caches."""
+        """True for files no export can depend on: outputs, and what is not the user's code
+        (exporter/locations/directories.py: VCS data, environments, installed packages, caches)."""
         output = str(self.output_dir)
         if path == output or path.startswith(output + os.sep):
             return True
-        relative = os.path.relpath(path, self.root)
-        return any(part in IGNORED_DIRS for part in Path(relative).parts[:-1])
+        return under_not_users(str(self.root), path)
 
     def is_ignored_dir(self, path: str) -> bool:
         """True for a directory not worth watching (see `is_ignored`)."""
-        output = str(self.output_dir)
-        if path == output or path.startswith(output + os.sep):
-            return True
-        return any(part in IGNORED_DIRS for part in Path(os.path.relpath(path, self.root)).parts)
+        return self.is_ignored(path) or (path != str(self.root) and not_users_directory(path))

@@ -17,7 +17,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from .framing import FrameReader, FramingError
-from .protocol import OnnxlensProtocol
+from .json_rpc import OnnxlensProtocol
 
 log = logging.getLogger("onnxlens.server.lsp")
 

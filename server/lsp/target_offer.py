@@ -1,5 +1,5 @@
 """The offer for a workspace folder without a config: when the folder's own Python files define
-PyTorch models (server/workspace_targets.py, the same scan as `onnxlens init`), the server asks
+PyTorch models (server/fixits/workspace_scan.py, the same scan as `onnxlens init`), the server asks
 
     This workspace has N PyTorch models and no ONNX export targets. Add them?   [Add targets] [Not now]
 
@@ -9,7 +9,7 @@ the editor (triggers.py), or seen on disk (a folder without a config is watched 
 
 Asked once per folder and session, in the background: `initialized` does not wait for the user.
 The scan walks directories and parses files, so it runs in a helper process (server/offload.py),
-never on the event loop nor a thread of it; it is bounded (server/workspace_targets.py) and is
+never on the event loop nor a thread of it; it is bounded (server/fixits/workspace_scan.py) and is
 killed when the offer is withdrawn (the folder removed, the session ending).
 """
 
@@ -23,8 +23,8 @@ from lsprotocol import types as lsp
 
 from onnxlens.server.config import find_config
 from onnxlens.server.offload import Offload
-from onnxlens.server.target_fix import TargetsFix
-from onnxlens.server.workspace_targets import MAX_SECONDS, plan_workspace
+from onnxlens.server.fixits.new_targets import NewTargets
+from onnxlens.server.fixits.workspace_scan import MAX_SECONDS, plan_workspace
 
 from .session import Session
 from .workspace_edits import workspace_edit
@@ -72,37 +72,37 @@ class TargetOffer:
     async def _offer(self, folder: Path) -> None:
         session = self._session
         try:
-            fix = await self._plan(folder)
-            if fix is None:
+            new = await self._plan(folder)
+            if new is None:
                 return
-            answer = await session.client.ask(lsp.MessageType.Info, question(len(fix.targets)), [ADD, LATER])
+            answer = await session.client.ask(lsp.MessageType.Info, question(len(new.targets)), [ADD, LATER])
             if answer != ADD:
                 return
-            fix = await self._plan(folder)  # the files may have changed while the question was open
-            if fix is None:
+            new = await self._plan(folder)  # the files may have changed while the question was open
+            if new is None:
                 return
-            applied = await session.client.apply_edit("Add ONNX export targets", workspace_edit(fix.insertions))
+            applied = await session.client.apply_edit("Add ONNX export targets", workspace_edit(new.insertions))
             session.log(logging.INFO, f"onnxlens: {'added' if applied else 'the editor did not apply'} targets "
-                                      f"{', '.join(t.name for t in fix.targets)} in {fix.config_file}")
+                                      f"{', '.join(t.name for t in new.targets)} in {new.config_file}")
         except Exception as error:  # noqa: BLE001 - an offer that fails must not disturb the session
             session.log(logging.WARNING, f"onnxlens: could not offer export targets for {folder}: {error}")
         finally:
             if all(task is asyncio.current_task() for task in self._tasks.values()):
                 await self._helper.close()  # the last offer: no helper idles for the session
 
-    async def _plan(self, folder: Path) -> TargetsFix | None:
+    async def _plan(self, folder: Path) -> NewTargets | None:
         """`onnxlens init`'s edits for the folder; None when it has a config, no models, or
         edits the client cannot apply (a new file, for a client that does not create files)."""
         session = self._session
         if await asyncio.get_running_loop().run_in_executor(None, find_config, folder) is not None:
             return None
         plan = await self._helper.call(plan_workspace, folder)
-        found = len(plan.fix.targets) if plan.fix else 0
+        found = len(plan.new_targets.targets) if plan.new_targets else 0
         session.log(logging.INFO, f"onnxlens: searched {folder} for PyTorch models without an export target: {found} "
                                   "found" + (f"; the search stopped early ({plan.stopped})" if plan.stopped else ""))
         if plan.problem:
             session.log(logging.INFO, f"onnxlens: no export targets offered for {folder}: {plan.problem}")
-        fix = plan.fix
-        if fix is None or (any(i.create for i in fix.insertions) and not session.client.features.create_files):
+        new = plan.new_targets
+        if new is None or (new.fix.creates_files and not session.client.features.create_files):
             return None
-        return fix
+        return new

@@ -1,7 +1,8 @@
 """Changes made on disk outside the editor (git checkout, another editor, a formatter), via watchdog.
 
 Watching is per project root: the root itself non-recursively, and each top-level directory
-recursively except ignored ones (.git, virtual environments, the output dir...). inotify needs one
+recursively except ignored ones (the output dir, and what is not the user's code:
+exporter/locations/directories.py, through `ignore_dir`). inotify needs one
 watch per directory, and a recursive watch of the root would walk a .venv of tens of thousands of
 directories; ignored directories nested deeper are filtered per event instead.
 
@@ -181,7 +182,7 @@ class DiskWatcher:
                 pass
 
     def _watch_top_level(self, path: str) -> None:
-        if self._is_watched(path) or self._ignore_dir(path) or os.path.isfile(os.path.join(path, "pyvenv.cfg")):
+        if self._is_watched(path) or self._ignore_dir(path):
             return
         self._schedule(path, recursive=True, top_level_of=None)
 

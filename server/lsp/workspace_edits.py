@@ -1,4 +1,4 @@
-"""Insertions (server/edits.py: decided without LSP) as one LSP WorkspaceEdit: the one
+"""Insertions (server/fixits/edits.py: decided without LSP) as one LSP WorkspaceEdit: the one
 conversion, for code actions' edits and the edits the server asks the client to apply
 (workspace/applyEdit)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from onnxlens.server.edits import Insertion
+from onnxlens.server.fixits.edits import Insertion
 
 from .uris import uri_of
 

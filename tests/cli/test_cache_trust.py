@@ -1,4 +1,4 @@
-"""`onnxlens check` cannot be made to pass by what is on disk (issue 19): the real CLI process,
+"""`onnxlens check` cannot be made to pass by what is on disk: the real CLI process,
 real exports, a cache key of its own per "user" (XDG_CACHE_HOME).
 
 * A broken model's cache entry given the last good result (what made `check` exit 0 on a
@@ -23,6 +23,8 @@ from onnxlens.exporter.onnx_pair import named_data_file
 from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, cache_entry, check_json, rewrite_cache_entry,
                                          write_workspace)
 from tests.support.workspace import write
+
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ import pytest
 
 from tests.support.workspace import EXAMPLES, copy_examples, line_of
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 TEXT_DIAGNOSTIC = re.compile(r"^(?P<file>\S+):(?P<line>\d+):(?P<column>\d+): (?P<severity>error|warning)\[(?P<code>[a-z-]+)\] (?P<message>.+)$")
 

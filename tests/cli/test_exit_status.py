@@ -7,14 +7,14 @@ from pathlib import Path
 
 from onnxlens.exporter.types import ExportResult, Finding, Location
 from onnxlens.server.cli import exit_status
-from onnxlens.server.config import load_workspace
+from onnxlens.server.config import load_config
 from onnxlens.server.formats import CheckRun
 
 
 def make_run(tmp_path: Path, *results: ExportResult, config: str | None = None) -> CheckRun:
     (tmp_path / "m.py").write_text("")
     (tmp_path / "onnxlens.toml").write_text(config or '[[target]]\nmodel = "m.py:a"\ninputs = "m.py:b"\n')
-    return CheckRun(workspace=load_workspace(tmp_path / "onnxlens.toml"), results=list(results))
+    return CheckRun(config=load_config(tmp_path / "onnxlens.toml"), results=list(results))
 
 
 def mismatch(tmp_path: Path) -> Finding:
@@ -44,5 +44,5 @@ def test_a_failure_without_any_finding_is_still_1(tmp_path):
 def test_config_errors_are_2_even_with_clean_exports(tmp_path):
     config = 'verfy = true\n[[target]]\nmodel = "m.py:a"\ninputs = "m.py:b"\n'
     run = make_run(tmp_path, ExportResult(target="a", status="ok"), config=config)
-    assert len(run.workspace.findings) == 1
+    assert len(run.config.findings) == 1
     assert exit_status(run) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter.types import ExportResult, Finding, Location, Related, VerificationSummary
-from onnxlens.server.config import load_workspace
+from onnxlens.server.config import load_config
 from onnxlens.server.formats import (CheckRun, display_path, progress_line, render_json, render_sarif, render_text,
                                      summary_line)
 
@@ -21,7 +21,7 @@ def workspace(tmp_path: Path):
     (tmp_path / "onnxlens.toml").write_text(
         '[[target]]\nname = "net"\nmodel = "models/net.py:build"\ninputs = "models/net.py:inputs"\n'
         '\n[[target]]\nname = "other"\nmodel = "models/net.py:other"\ninputs = "models/net.py:inputs"\n')
-    return load_workspace(tmp_path / "onnxlens.toml")
+    return load_config(tmp_path / "onnxlens.toml")
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def run(workspace, tmp_path):
                       seconds=0.5, verification=VerificationSummary(max_abs_diff=0.25, max_rel_diff=0.5, passed=False),
                       findings=[Finding(code="mismatch", message="outputs differ", stage="verify",
                                         location=Location(net, 4, 5, 4, 30))])
-    return CheckRun(workspace=workspace, results=[failed, ok], seconds=2.0)
+    return CheckRun(config=workspace, results=[failed, ok], seconds=2.0)
 
 
 def test_display_path_is_relative_inside_the_root_only(tmp_path):
@@ -92,7 +92,7 @@ def test_a_weights_free_result_is_an_export_with_a_note_in_every_format(workspac
     graph = str(tmp_path / ".onnxlens" / "net.graph.onnx")
     note = Finding(code="weights-free", severity="info", stage="load", location=Location(net, 3, 5),
                    message="weights-free model: 8 parameters (32 bytes as float32) are on the meta device")
-    run = CheckRun(workspace=workspace, seconds=1.0, results=[
+    run = CheckRun(config=workspace, seconds=1.0, results=[
         ExportResult(target="net", status="ok", graph_onnx=graph, seconds=1.0, findings=[note])])
     assert render_text(run).splitlines()[0].startswith("models/net.py:3:5: info[weights-free] weights-free model:")
     assert summary_line(run) == "1 target: 1 exported, 0 failed (0 errors, 0 warnings) in 1.0 s"
@@ -108,12 +108,12 @@ def test_a_weights_free_result_is_an_export_with_a_note_in_every_format(workspac
 
 def test_config_findings_are_reported_apart_from_targets(tmp_path):
     (tmp_path / "onnxlens.toml").write_text("verfy = true\n")
-    workspace = load_workspace(tmp_path / "onnxlens.toml")
-    data = json.loads(render_json(CheckRun(workspace=workspace)))
+    workspace = load_config(tmp_path / "onnxlens.toml")
+    data = json.loads(render_json(CheckRun(config=workspace)))
     assert data["targets"] == []
     assert [(d["file"], d["line"], d["code"]) for d in data["config_diagnostics"]] == [
         ("onnxlens.toml", 1, "config"), ("onnxlens.toml", 1, "config")]  # unknown key; no targets
-    text = render_text(CheckRun(workspace=workspace)).splitlines()
+    text = render_text(CheckRun(config=workspace)).splitlines()
     assert text[0].startswith("onnxlens.toml:1:1: error[config] unknown key `verfy`")
     assert text[-1] == "0 targets: 0 exported, 0 failed (2 errors, 0 warnings) in 0.0 s"
 
@@ -121,7 +121,7 @@ def test_config_findings_are_reported_apart_from_targets(tmp_path):
 def test_terminal_colour_codes_are_removed_from_messages(workspace, tmp_path):
     coloured = Finding(code="translation", stage="translate", location=Location(str(tmp_path / "models" / "net.py"), 4),
                        message="This is \x1b[96mstep 3/3\x1b[0m of exporting")
-    run = CheckRun(workspace=workspace, results=[ExportResult(target="net", status="failed", findings=[coloured])])
+    run = CheckRun(config=workspace, results=[ExportResult(target="net", status="failed", findings=[coloured])])
     assert "] This is step 3/3 of exporting" in render_text(run).splitlines()[0]
     assert json.loads(render_json(run))["targets"][0]["diagnostics"][0]["message"] == "This is step 3/3 of exporting"
     assert json.loads(render_sarif(run))["runs"][0]["results"][0]["message"]["text"] == "This is step 3/3 of exporting"
@@ -133,9 +133,9 @@ def test_summary_counts_targets_left_out_by_config_errors(tmp_path):
         '[[target]]\nname = "good"\nmodel = "m.py:a"\ninputs = "m.py:b"\n'
         '[[target]]\nname = "bad"\nmodel = "m.py:a"\n'  # no inputs
         '[[target]]\nname = "worse"\nmodel = "m.py:a"\n')
-    workspace = load_workspace(tmp_path / "onnxlens.toml")
+    workspace = load_config(tmp_path / "onnxlens.toml")
     results = [ExportResult(target="good", status="ok", seconds=1.0)]
-    everything = CheckRun(workspace=workspace, results=results, seconds=1.0)
+    everything = CheckRun(config=workspace, results=results, seconds=1.0)
     assert render_text(everything).splitlines()[-1] == "3 targets: 1 exported, 0 failed, 2 invalid (2 errors, 0 warnings) in 1.0 s"
-    selected = CheckRun(workspace=workspace, results=results, seconds=1.0, selection=["good", "bad"])
+    selected = CheckRun(config=workspace, results=results, seconds=1.0, selection=["good", "bad"])
     assert summary_line(selected) == "2 targets: 1 exported, 0 failed, 1 invalid (2 errors, 0 warnings) in 1.0 s"

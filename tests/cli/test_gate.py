@@ -14,6 +14,8 @@ import pytest
 from tests.support.team import ADDED_LINES, onnxlens, open_pull_request, shift_lines, write_team
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory):

@@ -14,6 +14,8 @@ import pytest
 
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 
 PROJECT = '[project]\nname = "vision"\nversion = "0"\n\n[tool.black]\nline-length = 100\n'

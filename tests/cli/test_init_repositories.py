@@ -18,10 +18,14 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pytest
+
 from tests.cli.test_init import run
 from tests.support.workspace import line_of
 from tests.support.repositories import package_copy
 from tests.targets.test_repositories import WHISPER_DIMENSIONS
+
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 
 
 def _targets(root) -> dict[str, str]:

@@ -1,5 +1,5 @@
 """A cached result holds only while the modules it imported, and those it could not find, are as
-they were (issue 21: `No module named 'tqdm'` still reported, `(cached)`, after `pip install
+they were (`No module named 'tqdm'` still reported, `(cached)`, after `pip install
 tqdm`). Real `onnxlens check` processes.
 
 * An installed package: run by a real virtual environment's interpreter, a real package built
@@ -21,6 +21,8 @@ import pytest
 from tests.support.environments import PACKAGE, build_wheel, install, installed_version, make_environment
 from tests.support.net_workspace import check_json, write_workspace
 from tests.support.workspace import write
+
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 
 # The `net` target's model (tests/support/net_workspace.py: its config, its cache entry).
 MODEL = f'''import torch

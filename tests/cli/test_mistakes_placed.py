@@ -4,13 +4,13 @@
   naming the targets, on the line that fails (vit-pytorch as a user's clone, torchvision not
   installed: `vit_pytorch/dino.py`'s `from torchvision import transforms as T`, which
   `vit_pytorch/__init__.py` imports; tests/support/repositories.py). The JSON keeps each target's
-  own finding, and each target's progress line says what stopped it and where. Before: one
+  own finding, and each target's progress line says what stopped it and where. Ruled out: one
   finding per target, `importing vit_pytorch/vit.py failed: …` and so on, three times.
 * A callable the config names and its module does not define (`nets.py:Nett`) is on the
-  config's value, with "did you mean `Net`?". Before: on line 1 of nets.py, no suggestion.
+  config's value, with "did you mean `Net`?". Ruled out: on line 1 of nets.py, no suggestion.
 * Without an onnxlens adapter for the torch (`ONNXLENS_TORCH_VERSION`: the public path), a
   dynamic-shapes dict missing an input of whisper's TextDecoder is on the spec factory's
-  `return`, as with one. Before: on the model factory's `def` line.
+  `return`, as with one. Ruled out: on the model factory's `def` line.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ import pytest
 from tests.cli.test_check import CLI, TEXT_DIAGNOSTIC
 from tests.support.repositories import VIT_TARGETS, broken_import_repository
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 
 
 def check(root, *args, env=None):

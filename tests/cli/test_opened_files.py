@@ -15,6 +15,8 @@ import pytest
 from tests.support.net_workspace import READS_JSON, check_json, write_workspace
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 def width(root: Path, target: dict) -> int:
     model = onnx.load(str(root / target["onnx"]), load_external_data=False)

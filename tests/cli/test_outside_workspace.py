@@ -13,6 +13,8 @@ import pytest
 from tests.support.net_workspace import CONFIG, check_json, write_workspace
 from tests.support.workspace import line_of, write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 @pytest.fixture
 def places(tmp_path) -> tuple[Path, Path]:

@@ -15,6 +15,8 @@ import pytest
 from tests.support.team import write_team
 from tests.support.workspace import REPO, line_of, write
 
+pytestmark = pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
+
 
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)

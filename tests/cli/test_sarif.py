@@ -56,6 +56,7 @@ def _results(sarif: dict) -> list[dict]:
     return sarif["runs"][0]["results"]
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_every_log_is_valid_sarif(shifted):
     _, logs, processes = shifted
     assert [p.returncode for p in processes] == [1, 1, 0, 1]  # the gate passes on the moved problem
@@ -64,6 +65,7 @@ def test_every_log_is_valid_sarif(shifted):
         assert_valid(sarif)
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_a_line_shifting_edit_keeps_the_fingerprint(shifted):
     line_before, (first, second, _, _), _ = shifted
     (before,), (after,) = _results(first), _results(second)
@@ -73,11 +75,13 @@ def test_a_line_shifting_edit_keeps_the_fingerprint(shifted):
     assert re.fullmatch(r"[0-9a-f]{32}:1", before["partialFingerprints"][SARIF_KEY])
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_the_baseline_state_follows_the_fingerprint(shifted):
     _, (_, _, gated, _), _ = shifted
     assert [r["baselineState"] for r in _results(gated)] == ["unchanged"]
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_an_edit_of_the_line_itself_is_another_finding(shifted):
     _, (first, _, _, edited), _ = shifted
     assert _results(first)[0]["partialFingerprints"] != _results(edited)[0]["partialFingerprints"]
@@ -93,6 +97,7 @@ def _documented_rows() -> dict[str, list[tuple[str, str]]]:
     return rows
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_every_code_has_its_rule_with_the_documented_help(shifted):
     _, (first, *_), _ = shifted
     documented = _documented_rows()

@@ -26,6 +26,7 @@ def runs(tmp_path_factory):
     return root, out
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_each_target_is_exported_by_exactly_one_shard(runs):
     _, out = runs
     first, second = (out[k][0] for k in ("1", "2"))
@@ -35,6 +36,7 @@ def test_each_target_is_exported_by_exactly_one_shard(runs):
     assert len(first["targets"]) in (2, 3) and len(second["targets"]) in (2, 3)  # 5 targets by count: 3 + 2
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_merged_json_equals_the_unsharded_run(runs):
     root, out = runs
     process = onnxlens("merge", root / "2.json", root / "1.json", "--summary", root / "merged.md")
@@ -46,6 +48,7 @@ def test_merged_json_equals_the_unsharded_run(runs):
     assert comparable(merged) == comparable(full)
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_merged_sarif_equals_the_unsharded_run(runs):
     root, out = runs
     process = onnxlens("merge", root / "1.sarif", root / "2.sarif")
@@ -54,6 +57,7 @@ def test_merged_sarif_equals_the_unsharded_run(runs):
     assert merged == out["full"][1]  # SARIF has no timings: equal as it is
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_merge_refuses_what_does_not_belong_together(runs):
     root, _ = runs
     only_one = onnxlens("merge", root / "1.json")
@@ -65,6 +69,7 @@ def test_merge_refuses_what_does_not_belong_together(runs):
     assert all("Traceback" not in p.stderr for p in (only_one, mixed, unsharded))
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_a_baseline_balances_the_shards_by_its_times(runs):
     """The full run's JSON as baseline: the shards take its seconds (the slow failing target alone)."""
     root, out = runs
@@ -100,6 +105,7 @@ def test_a_bad_shard_is_refused(text):
         parse_shard(text)
 
 
+@pytest.mark.slow  # onnxlens as a subprocess, exporting through its worker
 def test_a_bad_shard_is_a_usage_error(tmp_path):
     root = write_team(tmp_path, ("steady",))
     process = onnxlens("check", root, "--shard", "3/2")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.workspace import line_of
-from onnxlens.server.config import find_config, load_workspace
+from onnxlens.server.config import find_config, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -33,7 +33,7 @@ def column_of(path: Path, line: int, needle: str) -> int:
 
 
 def only_finding(path: Path):
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert len(workspace.findings) == 1, [f.message for f in workspace.findings]
     finding = workspace.findings[0]
     assert finding.code == "config" and finding.severity == "error" and finding.stage == "load"
@@ -62,7 +62,7 @@ VALID_TARGET = '''
 def test_examples_workspace_loads_three_targets_with_resolved_paths():
     config = find_config(EXAMPLES)
     assert config == EXAMPLES / "pyproject.toml"
-    workspace = load_workspace(config)
+    workspace = load_config(config)
     assert workspace.findings == []
     assert [t.name for t in workspace.targets] == ["mlp", "encoder", "spectral"]
     assert workspace.output_dir == EXAMPLES / ".onnxlens"
@@ -104,7 +104,7 @@ def test_onnxlens_toml_top_level_keys_overrides_and_defaults(tmp_path):
         output-names = ["y", "z"]
     ''', name="onnxlens.toml")
     assert find_config(tmp_path / "models") == path  # searched upward
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert workspace.findings == []
     first, second = workspace.targets
     # Default name: the callable's name, lowercased.
@@ -224,7 +224,7 @@ def test_source_paths_is_a_global_default_and_a_target_setting(tmp_path):
     inputs = "models/net.py:inputs"
     source-paths = "none"
     ''')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert workspace.findings == []
     assert {t.name: t.source_paths for t in workspace.targets} == {"net": "relative", "stripped": "none"}
 
@@ -237,10 +237,10 @@ def test_profile_is_off_unless_the_config_turns_it_on_globally_or_per_target(tmp
     inputs = "models/net.py:inputs"
     profile = true
     ''')
-    assert {t.name: t.profile for t in load_workspace(path).targets} == {"net": False, "profiled": True}
+    assert {t.name: t.profile for t in load_config(path).targets} == {"net": False, "profiled": True}
     path.write_text(path.read_text().replace("[[tool.onnxlens.target]]", "[tool.onnxlens]\nprofile = true\n\n"
                                              "[[tool.onnxlens.target]]", 1))
-    assert all(t.profile for t in load_workspace(path).targets)
+    assert all(t.profile for t in load_config(path).targets)
 
 
 def test_verification_settings_are_global_defaults_and_target_settings(tmp_path):
@@ -253,7 +253,7 @@ def test_verification_settings_are_global_defaults_and_target_settings(tmp_path)
     verify-inputs = "example"
     second-shape = false
     ''')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert workspace.findings == []
     settings = {t.name: (t.rtol, t.atol, t.verify_inputs, t.second_shape) for t in workspace.targets}
     assert settings == {"net": (1e-2, 0.0, "small", True), "strict": (1e-5, 0.0, "example", False)}
@@ -261,7 +261,7 @@ def test_verification_settings_are_global_defaults_and_target_settings(tmp_path)
 
 
 def test_without_tolerance_settings_each_dtype_has_its_default(tmp_path):
-    workspace = load_workspace(write_workspace(tmp_path, VALID_TARGET))
+    workspace = load_config(write_workspace(tmp_path, VALID_TARGET))
     (target,) = workspace.targets
     assert (target.rtol, target.atol, target.verify_inputs, target.second_shape) == (None, None, "example", True)
 
@@ -275,7 +275,7 @@ def test_a_bad_global_tolerance_is_reported_and_the_targets_keep_the_defaults(tm
 
 def test_extra_decompositions_reach_the_target(tmp_path):
     path = write_workspace(tmp_path, VALID_TARGET + 'extra-decompositions = ["aten.index_reduce.default", "aten.put"]\n')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert workspace.findings == []
     assert workspace.targets[0].extra_decompositions == ["aten.index_reduce.default", "aten.put"]
 
@@ -285,7 +285,7 @@ def test_missing_required_keys_are_reported_on_the_target_header(tmp_path):
     [[tool.onnxlens.target]]
     name = "incomplete"
     ''')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     header = line_of(path, "[[tool.onnxlens.target]]", 2)
     assert sorted(f.message.split("`")[1] for f in workspace.findings) == ["inputs", "model"]
     for finding in workspace.findings:
@@ -331,7 +331,7 @@ def test_module_references_are_not_checked_without_an_import(tmp_path):
         model = "somewhere.else:build"
         inputs = "somewhere.else:inputs"
     ''')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     assert workspace.findings == [] and [t.name for t in workspace.targets] == ["build"]
 
 
@@ -383,7 +383,7 @@ def test_single_bracket_target_table_is_explained(tmp_path):
 
 def test_misspelled_target_table_is_reported_on_its_header(tmp_path):
     path = write_workspace(tmp_path, "[tool.onnxlens]\n" + VALID_TARGET.replace(".target]]", ".targets]]"))
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     unknown = [f for f in workspace.findings if "unknown key" in f.message]
     assert len(unknown) == 1 and "did you mean `target`" in unknown[0].message
     assert unknown[0].location.line == line_of(path, "[[tool.onnxlens.targets]]")
@@ -404,7 +404,7 @@ def test_lines_inside_multiline_values_are_not_taken_for_keys(tmp_path):
         ]
         timeout = "soon"
     ''')
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     name, timeout = workspace.findings  # the name has a newline: not a file name
     assert name.message.startswith("`name` may contain only") and name.location.line == line_of(path, "name =")
     assert timeout.message.startswith("`timeout` must be")
@@ -467,7 +467,7 @@ def test_settings_in_the_wrong_place_are_explained(tmp_path):
         inputs = "models/net.py:inputs"
         output-dir = "out"
     ''', name="onnxlens.toml")
-    workspace = load_workspace(path)
+    workspace = load_config(path)
     tool, output_dir = workspace.findings
     assert tool.location.line == line_of(path, "[tool.onnxlens]")
     assert "at the top level, without [tool.onnxlens]" in tool.message

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnxlens.server.config import load_workspace
+from onnxlens.server.config import load_config
 from onnxlens.server.gate import Thresholds
 from tests.support.workspace import line_of, write
 
@@ -12,7 +12,7 @@ TARGET = '\n[[tool.onnxlens.target]]\nmodel = "m.py:Net"\ninputs = "m.py:inputs"
 def _load(tmp_path, gate: str):
     write(tmp_path / "m.py", "")
     write(tmp_path / "pyproject.toml", '[tool.onnxlens]\noutput-dir = ".onnxlens"\n\n' + gate + TARGET)
-    return load_workspace(tmp_path / "pyproject.toml")
+    return load_config(tmp_path / "pyproject.toml")
 
 
 def test_thresholds_are_read(tmp_path):
@@ -36,5 +36,5 @@ def test_a_mistake_in_the_gate_is_a_config_finding_on_its_line(tmp_path):
 def test_a_gate_that_is_no_table_is_a_config_finding(tmp_path):
     write(tmp_path / "m.py", "")
     write(tmp_path / "onnxlens.toml", 'gate = 3\n' + TARGET.replace("tool.onnxlens.", ""))
-    workspace = load_workspace(tmp_path / "onnxlens.toml")
+    workspace = load_config(tmp_path / "onnxlens.toml")
     assert [(f.location.line, f.message) for f in workspace.findings] == [(1, "`gate` must be a table ([gate])")]

@@ -21,6 +21,8 @@ from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, rec
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 from tests.exporter.engine_support import spec_for
 
+pytestmark = pytest.mark.slow  # exports compared with the public API's, tables recorded as the zygote records them
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

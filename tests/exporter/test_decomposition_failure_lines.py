@@ -15,7 +15,7 @@ unsupported-op scan comes from").
   a plain tensor attribute, which torch.export lifts as a constant — and `update` mutates it in
   place, `self.cumulative_length.add_(kv_length)`, the line torch objects to. Before the
   `.add_` the tensor goes through `.to(self.device)` in `lazy_initialization` (an alias).
-* the issue's own form of it: a tensor attribute (not a registered buffer) mutated in place in
+* the plain form of it: a tensor attribute (not a registered buffer) mutated in place in
   forward, `self.foo.add_(5)`.
 * transformers' Swin with SDPA attention (the zoo's transformers/swin, timm's MaxViT in the
   vision zoo fails the same way): the decomposition keeps `scaled_dot_product_attention` and
@@ -27,7 +27,7 @@ unsupported-op scan comes from").
   attention call (transformers/integrations/sdpa_attention.py) goes unnamed. Checked by hand:
   with `attn_implementation="eager"` (no SDPA) stock exports. Before: the reshape only.
 
-Before: each of these was shown at the model's definition, "no line of your code is on the
+Ruled out: each of these was shown at the model's definition, "no line of your code is on the
 failing call chain", with no related location.
 """
 
@@ -38,6 +38,8 @@ import pytest
 from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers' Llama with a StaticCache)
 
 MODELS = '''
 import torch

@@ -1,4 +1,4 @@
-"""Torch's decompositions the exporter leaves out (issue 13): offered on an `unsupported-op`
+"""Torch's decompositions the exporter leaves out: offered on an `unsupported-op`
 finding when they lead to ops that all have translations, applied with `extra-decompositions`.
 
 The model aggregates graph messages with `Tensor.index_reduce`, which the exporter cannot

@@ -1,5 +1,4 @@
-"""Sizes declared dynamic that a guard in the code constrains, on the guard's line (issue 18,
-item 2): a range the code narrows (`if x.shape[0] <= 6:`, an `assert`, a library's size check), a
+"""Sizes declared dynamic that a guard in the code constrains, on the guard's line: a range the code narrows (`if x.shape[0] <= 6:`, an `assert`, a library's size check), a
 size tied to another declared as its own dimension, an int input the code specializes. torch
 says which dimension and what value, never where: capture records every size fact with its
 stack (`internals.shape_facts_recorded`), and the finding goes on the line that made it — a
@@ -16,6 +15,8 @@ related. The others are transcribed from torch's own suites, each named in its t
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
@@ -68,6 +69,7 @@ def _innermost(finding) -> tuple[Path, int]:
     return Path(finding.related[0].file).resolve(), finding.related[0].line
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_library_size_check_bounding_named_dims_is_a_warning_with_the_library_line(tmp_path):
     """Named Dims claim every size; the table's size check holds only up to 32: torch refuses,
     the stock exporter captures again with torch's suggested fix (`max=32`) and exports."""
@@ -87,6 +89,7 @@ def test_a_library_size_check_bounding_named_dims_is_a_warning_with_the_library_
         assert (source.resolve(), line_of(source, "def named")) in _related(finding)
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_hint_range_the_library_narrows_is_a_warning_with_the_library_line(tmp_path):
     """Dim.AUTO(min=4, max=64): torch narrows a hint's range silently, to [4, 32]."""
     result = _loftr(tmp_path, "hinted")
@@ -98,6 +101,7 @@ def test_a_hint_range_the_library_narrows_is_a_warning_with_the_library_line(tmp
     assert _innermost(finding) == _library_check()
 
 
+@pytest.mark.slow  # a library model (kornia's LoFTR position encoding)
 def test_a_hint_range_the_library_contradicts_entirely_is_the_error_with_the_library_line(tmp_path):
     """Dim.DYNAMIC(min=40, max=64) against sizes ≤ 32: torch refuses ("conflicting with the
     inferred min/max range") and names the dimension only."""

@@ -2,7 +2,7 @@
 an op without a translation is reported while capture traces it, on the line the scan reports
 later, and the scan's findings replace the preliminary ones; a model without problems gets none.
 
-The deep model is the issue's case scaled down: identical blocks, each calling a helper with an
+The deep model is the full-size case below scaled down: identical blocks, each calling a helper with an
 op that has no ONNX translation — directly (`torch.linalg.eig`) or after decomposition
 (`torch.linalg.svdvals` -> `aten._linalg_svd`).
 
@@ -36,6 +36,8 @@ from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 from onnxlens.exporter.types import FindingsEvent, LogEvent, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import EXAMPLES, line_of
+
+pytestmark = pytest.mark.slow  # a deep model through the export worker
 
 DEEP = '''
 import torch

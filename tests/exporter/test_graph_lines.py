@@ -1,5 +1,5 @@
 """What each line produced (the inlay hints' data) and what an export changed since the previous
-one (issue 23, items 1 and 2): real exports of a small model of blocks, edited between exports
+one: real exports of a small model of blocks, edited between exports
 as a user would. Which line computes what is read off the model below.
 
 `Block.forward`'s two lines run once per block (three blocks: blocks.0–2); `Net.forward`'s loop
@@ -19,6 +19,8 @@ from onnxlens.exporter.graph_change import graph_change
 from onnxlens.exporter.types import ExportedGraph, signed_bytes
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # several exports per test, each edited and exported again
 
 NET = '''
 import torch

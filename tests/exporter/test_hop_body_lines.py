@@ -1,4 +1,4 @@
-"""Problems inside torch.cond / while_loop / scan bodies, on the body's line (issue 18, item 2).
+"""Problems inside torch.cond / while_loop / scan bodies, on the body's line.
 
 dynamo traces a higher-order op's body (even in non-strict capture) and checks it as a whole:
 an output that is an input or a view of one, an input changed in place. The error names no line

@@ -25,6 +25,8 @@ import pytest
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models (openai-whisper, transformers' BERT)
+
 needs_whisper = pytest.mark.skipif(importlib.util.find_spec("whisper") is None,
                                    reason="openai-whisper is not installed (the `repos` extra: scripts/setup repos)")
 

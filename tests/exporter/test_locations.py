@@ -306,8 +306,9 @@ def test_find_call_and_the_names_a_user_may_have_written():
 def test_a_node_without_a_workspace_frame_has_no_primary_and_the_library_chain_is_related(root, tmp_path):
     """A mismatch stays in the workspace as an error does (docs/diagnostics.md): no primary in
     transformers' files; the caller puts it at the model's definition, the library frames
-    (transformers', and libmodel.py, outside this workspace) still say where it happened.
-    (Until issue 10 the innermost library frame was the primary: a warning in site-packages.)"""
+    (transformers', and libmodel.py, outside this workspace) still say where it happened. The
+    innermost library frame as the primary would put a warning in site-packages, where the user
+    cannot act on it."""
     meta = {"stack_trace": trace("library_model", root),
             "nn_module_stack": DATA["nn_module_stack"]["library_model"]}
     elsewhere = tmp_path / "elsewhere"

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import torch
 from torch import nn
 
 from onnxlens.exporter.report.verdict_section import verdict_section
 from onnxlens.exporter.verify import verify
+
+pytestmark = pytest.mark.slow  # library models (transformers)
 
 
 def _export(model: nn.Module, args: tuple):

@@ -1,23 +1,24 @@
-"""The general rules that replaced two shaped like fixtures (issue 18, item 3).
+"""Two general rules, each tested on cases of more than one library (no rule shaped like one
+fixture).
 
 * **Model code is the code of the model's own modules, wherever installed** (files.py
   `model_code`): the file of the target model's class and of its module tree's classes from the
-  same package count as model code even inside torch. Before, only torch's ExportDB examples
-  did, by their path. Cases: torch's own modules exported as the model, found by hand in
+  same package count as model code even inside torch, not by a path of torch's (ExportDB's
+  examples are one case of many). Cases: torch's own modules exported as the model, found by hand in
   torch 2.13's source — `nn.AdaptiveLogSoftmaxWithLoss` fails capture on a data-dependent
   branch, torch/nn/modules/adaptive.py `if row_indices.numel() == 0:`;
   `nn.FractionalMaxPool2d` calls `F.fractional_max_pool2d` (torch/nn/modules/pooling.py), whose
-  op has no ONNX translation. Before: no related location at all (torch's files were
-  internal).
+  op has no ONNX translation. Taken as torch's internals, those lines would leave the finding
+  with no related location at all.
 * **An unflattenable output is traced to the code that made it, the fixes found in the code**
   (returns.py, output_fixes.py): the `if` around the construction or the `return` names the
-  switch, and the inputs' line that passes it is related. Before, the inputs factory's text was
-  searched for `use_cache`. Cases (read by hand): x-transformers' `TransformerWrapper` called
+  switch, and the inputs' line that passes it is related, whatever the switch is called (not a
+  search for `use_cache` in the inputs factory's text). Cases (read by hand): x-transformers' `TransformerWrapper` called
   with `return_intermediates=True` returns its `LayerIntermediates` dataclass under `if
   return_intermediates:` (x_transformers.py, `return out, intermediates`); transformers' Llama
   builds its `DynamicCache` under `if use_cache and past_key_values is None:`
-  (modeling_llama.py), `use_cache` defaulting to the config's. Before: x-transformers' finding
-  named neither the switch nor the inputs' line; Llama's named `use_cache` by keyword.
+  (modeling_llama.py), `use_cache` defaulting to the config's: each finding names its switch
+  and the inputs' line.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from torch import nn
 from tests.exporter.engine_support import run_target, write
 from tests.realworld.harness import library_file, line_in
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers, x-transformers)
 
 MODELS = '''
 import torch

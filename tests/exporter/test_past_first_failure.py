@@ -1,4 +1,4 @@
-"""The problems behind the first one (issue 18, item 2): where torch.export stops at the first
+"""The problems behind the first one: where torch.export stops at the first
 failure, torch.export.draft_export carries on, and each further problem it reports is a finding
 of its own, on its line, marked as found past the first failure — also when it shares the
 user's line with the first and only the library line differs.
@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (kornia)
 
 
 def test_a_second_data_dependent_line_in_a_library_function_is_its_own_finding(tmp_path):

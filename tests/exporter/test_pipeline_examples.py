@@ -15,6 +15,8 @@ from onnxlens.exporter.types import STAGES, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for
 from tests.support.workspace import copy_examples, line_of
 
+pytestmark = pytest.mark.slow  # every bundled example exported and compared with the public API's export
+
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:

@@ -304,7 +304,7 @@ def test_dynamic_dimension_that_came_out_static_is_a_warning_on_the_line_that_fi
     assert result.status == "ok"
     assert [(f.code, f.severity) for f in result.findings] == [("torch-export", "warning")]
     finding = result.findings[0]
-    # On the line that fixed the size (issue 13), the factory related (docs/diagnostics.md).
+    # On the line that fixed the size, the factory related (docs/diagnostics.md).
     assert finding.location.line == line_of(models, "return x.reshape(16) * 2")
     assert "`x` dim 0 (`rows`) is declared dynamic, but this line fixes it to 4" in finding.message
     assert line_of(models, "def rows_dynamic") in [r.line for r in finding.related]

@@ -15,6 +15,8 @@ from onnxlens.exporter.report import ReportInputs, write_report
 from onnxlens.exporter.types import ExportResult, Finding, Location, Related, TargetSpec
 from onnxlens.exporter.verify import verify
 
+pytestmark = pytest.mark.slow  # torch's own report sections (its analysis of the program) on real exports
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 

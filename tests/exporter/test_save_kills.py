@@ -21,7 +21,10 @@ import pytest
 
 from tests.support.workspace import REPO
 
-pytestmark = pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)")
+pytestmark = [
+    pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace (apt-get install strace)"),
+    pytest.mark.slow,  # a real save killed by strace at each of its syscalls
+]
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +84,8 @@ def test_the_next_save_removes_what_a_killed_save_left(report):
 
 
 def test_the_control_two_renames_leave_a_torn_pair(report):
-    """The scheme of issue 19: killed between its renames, onnxruntime runs the old graph on the
-    new weights (finite, wrong numbers) — what data files named per save prevent."""
+    """The control, a save by two renames (the data file, then the graph): killed between them,
+    onnxruntime runs the old graph on the new weights (finite, wrong numbers) — what data files
+    named per save prevent."""
     states = [(c["pair"], c["computes"]) for c in report["control"]]
     assert ("neither", "neither") in states, states

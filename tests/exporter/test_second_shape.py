@@ -1,4 +1,4 @@
-"""The second-shape check (issue 13): after verification passes at the example sizes, the ONNX
+"""The second-shape check: after verification passes at the example sizes, the ONNX
 model runs again with other sizes for its dynamic dimensions; a size fixed in the graph is a
 `baked-shape` warning on the line that fixed it.
 
@@ -9,7 +9,7 @@ UperNet (pyramid pooling, pool scales 1, 2, 3, 6) shows it in code nobody here w
 responsible line found by reading modeling_upernet.py: `hidden_state = layer(hidden_state)` in
 UperNetPyramidPoolingBlock.forward, where `layer` is the nn.AdaptiveAvgPool2d.
 
-vit-pytorch's `ViT` (issue 21, item 6) with dynamic height and width exports and verifies at
+vit-pytorch's `ViT` with dynamic height and width exports and verifies at
 224x224, and onnxruntime fails at 256x256 (197 vs 257 broadcast). Found by hand in
 vit_pytorch/vit.py: `self.pos_embedding` is made in `__init__` with `num_patches +
 num_cls_tokens` rows from `image_size`, and `forward` adds `self.pos_embedding[:seq]` to the
@@ -23,11 +23,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from onnxlens.exporter.verify.second_shape import candidates
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (vit-pytorch, transformers)
 
 POOLED = '''
 import torch

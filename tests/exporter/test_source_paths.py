@@ -17,6 +17,8 @@ import pytest
 from onnxlens.exporter.pipeline.source_paths import relative_path, sidecar_path
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
+pytestmark = pytest.mark.slow  # library models (transformers)
+
 NET = '''
 import torch
 from torch import nn

@@ -1,4 +1,4 @@
-"""Dimensions declared dynamic that the model's code fixes (issue 13): the finding on the line
+"""Dimensions declared dynamic that the model's code fixes: the finding on the line
 that fixed the size — a helper's line included — naming the input, the dimension, its name in
 the spec and the size, with the dynamic-shapes factory related; both when torch.export refuses
 the dimension (string dims, Dim.DYNAMIC: an error) and when it specializes it (Dim.AUTO: a
@@ -14,8 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers)
 
 MODEL = '''
 import torch

@@ -1,5 +1,5 @@
 """A symbolic value a torch function refuses for a plain argument, with the line that made it
-(exporter/pipeline/symbolic_arguments.py; issue 18: failures torch leaves unplaced).
+(exporter/pipeline/symbolic_arguments.py; failures torch leaves unplaced).
 
 transformers' `sdpa_attention_forward` (integrations/sdpa_attention.py), called as onnx-diagnostic's
 `test_sdpa_attention_forward_export_is_causal` calls it (is_causal=True, no mask, a dynamic query
@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import transformers.integrations.sdpa_attention as sdpa_attention
 
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers)
 
 MODELS = '''
 import torch

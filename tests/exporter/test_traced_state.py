@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import x_transformers
 
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (x-transformers)
 
 MODEL = '''
 import torch

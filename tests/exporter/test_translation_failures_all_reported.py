@@ -7,23 +7,23 @@ The stock translation stops at its first failing node. Cases:
 * shifts by an amount the input holds (`x << n` and `x >> n`, `n = int(s)`): torch's ONNX test
   `test/onnx/test_pytorch_onnx_onnxruntime.py::TestONNXRuntime.test_bitshift` shifts by
   literals, which translate; by a data-dependent amount, `aten.__lshift__.Scalar` and
-  `aten.__rshift__.Scalar` both fail in their translations (`int()` of a symbolic value, the
-  issue's `x << s` / `x >> s`). Before: one finding, the `<<` line.
-* segment-anything's `SamOnnxModel.select_masks` (segment_anything/utils/onnx.py, the line the
-  issue quotes): `iou_preds + (num_points - 2.5) * score_reweight` with the number of points
+  `aten.__rshift__.Scalar` both fail in their translations (`int()` of a symbolic value:
+  `x << s` / `x >> s`). Ruled out: one finding, the `<<` line.
+* segment-anything's `SamOnnxModel.select_masks` (segment_anything/utils/onnx.py, a
+  line users hit): `iou_preds + (num_points - 2.5) * score_reweight` with the number of points
   dynamic fails translating `aten.mul.Scalar` (`float()` of a symbolic value); next to an op
   without any translation (`torch.special.zeta`), which the scan stage reports and after which
-  the translation never ran. Before: the zeta finding only.
+  the translation never ran. Ruled out: the zeta finding only.
 * torch's export test `test/export/test_passes.py::TestPasses.test_remove_auto_functionalized_pass`:
   a custom op that mutates a registered buffer (`Tensor(a!) y`) is wrapped by functionalization
   in `auto_functionalized_v2`, which has no translation; stock does not get as far as asking
   (converting the node's arguments, the wrapped op among them, raises KeyError first). Beside an
   op without any translation (zeta): stock's KeyError on the custom op's line, zeta on its own.
-  Before: an unsupported-op finding for the wrapper, an answer stock never gives.
+  Ruled out: an unsupported-op finding for the wrapper, an answer stock never gives.
 * torch's export tests `test/export/test_serialize.py::TestSerialize.test_serialize_constant_outputs`
   (`return x + 1, None, 1024`) and `test/export/test_export.py::TestExport.test_no_tensor_computation`
   (`return y`, an int input): the program's output node holds a constant, and the exporter
-  fails with `'int' object has no attribute 'name'`, naming the output node only. Before: at
+  fails with `'int' object has no attribute 'name'`, naming the output node only. Ruled out: at
   the model's definition.
 """
 
@@ -36,6 +36,8 @@ import torch
 
 from tests.exporter.engine_support import run_target, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (segment-anything) and the stock exporter beside
 
 MODELS = '''
 import torch

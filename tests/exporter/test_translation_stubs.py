@@ -1,4 +1,4 @@
-"""Translation stubs (issue 13): the start of an ONNX translation an `unsupported-op` finding
+"""Translation stubs: the start of an ONNX translation an `unsupported-op` finding
 carries for each op, its parameters from the op's schema.
 
 The stubs are checked the way a user uses them: the body filled in, the function registered as
@@ -17,6 +17,8 @@ import pytest
 
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # each stub filled in and exported again
 
 MODEL = '''
 import torch

@@ -410,7 +410,7 @@ def test_pipeline_reports_the_mismatch_of_a_workspace_custom_translation(tmp_pat
     assert result.status == "ok", [f.message for f in result.findings]
     assert result.verification.passed is False
     (finding,) = [f for f in result.findings if f.code == "mismatch"]
-    # The wrong code is the translation: the finding is on its def line (issue 13), the GELU's
+    # The wrong code is the translation: the finding is on its def line, the GELU's
     # line in the model related.
     translations = tmp_path / "mismatch_models" / "translations.py"
     assert Path(finding.location.file).resolve() == translations.resolve()

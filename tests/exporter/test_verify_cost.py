@@ -1,4 +1,4 @@
-"""Verification no longer the largest part of a save on big inputs (issue 21, item 4):
+"""Verification kept from being the largest part of a save on big inputs:
 
 * an unchanged verification is not run again (exporter/verify/reuse.py): a save that only adds
   a comment (every line moves) takes the kept summary; new weights, a wrong translation or
@@ -19,12 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from onnxlens.exporter.types import TargetSpec, VerificationSummary
 from onnxlens.exporter.verify import reuse
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (transformers' BERT) and verification timed
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]

@@ -1,4 +1,4 @@
-"""A verification that cannot run is a finding, never silence (issue 21: a 30 GB allocation in
+"""A verification that cannot run is a finding, never silence (a 30 GB allocation in
 `forward` gave "exported, 0 warnings", the failure only in the JSON's `verification.error`).
 
 * torch running out of memory on the example inputs: through the real CLI and worker (the
@@ -15,8 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # the CLI and its worker as processes (a verification out of memory)
 
 CLI = [sys.executable, "-m", "onnxlens.server.cli"]
 

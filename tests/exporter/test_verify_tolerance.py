@@ -5,7 +5,7 @@ one.
 * openai-whisper's `Whisper` (whisper/model.py), the tiny sizes, random init: its decoder's
   logits (`x @ self.token_embedding.weight.T`, up to a few hundred) carry float32 rounding of
   that size into their near-zero elements; with rtol 1e-3 / atol 1e-5 elementwise that was a
-  `mismatch` warning (issue 21). A GELU translated as x*sigmoid(1.702x) (the "quick GELU" a
+  `mismatch` warning. A GELU translated as x*sigmoid(1.702x) (the "quick GELU" a
   user might register) is a real difference, found at the first GELU (by hand: AudioEncoder's
   `x = F.gelu(self.conv1(x))` in whisper/model.py, the encoder's stem) and put on the
   translation, the library line related.
@@ -26,6 +26,8 @@ from onnxlens.exporter.verify.compare import compare
 from onnxlens.exporter.verify.tolerance import NOISE_ULPS_NARROW, NOISE_ULPS_WIDE, Tolerance
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models (whisper, diffusers)
 
 WHISPER = '''
 import torch

@@ -1,4 +1,4 @@
-"""Weights-free models (issue 11, goal 3): a model built on the meta device (or with FakeTensors)
+"""Weights-free models: a model built on the meta device (or with FakeTensors)
 exports its graph, its findings and its line data, with a `weights-free` note saying what was
 skipped and what was written, and no error finding.
 
@@ -25,6 +25,8 @@ from onnxlens.exporter.pipeline.graph_only import checkable
 from onnxlens.exporter.pipeline.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # big models on the meta device, and the stock exporter beside
 
 NET = '''
 import torch

@@ -15,6 +15,8 @@ from tests.support.faults import (Session, good_save_exports, leftover_temp_file
                                   net_source, onnx_files, onnx_width)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 # (id, how to break the config text, the text on the line the diagnostic must be on,
 #  which occurrence of that text)
 CONFIG_ROWS = [

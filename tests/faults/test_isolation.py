@@ -24,6 +24,8 @@ import pytest
 from tests.support.faults import Session, exported, make_fault_workspace, net_source
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 SHADOWS = ("json", "logging", "typing", "msgpack")
 ONNXLENS = Path(sys.executable).with_name("onnxlens")
 

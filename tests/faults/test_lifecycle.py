@@ -12,6 +12,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests.support.faults import (
     EXIT_WAIT,
     kill_tree,
@@ -24,6 +26,8 @@ from tests.support.faults import (
 )
 from tests.support.lsp import RawServer
 from tests.support.workspace import write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 SLOW = "open({pidfile!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)"
 

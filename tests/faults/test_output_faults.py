@@ -29,6 +29,8 @@ from tests.support.faults import (
     onnx_files,
 )
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 TMPFS_SIZE = "512k"
 BIG_INPUT = 65536  # Linear(65536, VERSION) weights: >= 1 MiB, more than the whole tmpfs
 

@@ -16,6 +16,8 @@ from tests.support.faults import exported, exported_server, make_fault_workspace
 from tests.support.lsp import RawServer, uri, uri_path
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 COMMANDS = ["onnxlens.openReport", "onnxlens.showExportedProgram", "onnxlens.export"]
 
 

@@ -25,6 +25,8 @@ from tests.support.faults import (
     read_pid,
 )
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 SAVES = 100
 STORM_SECONDS = 2.0
 MAX_JOBS_FOR_STORM = 10  # coalescing: 100 saves must not become anywhere near 100 exports

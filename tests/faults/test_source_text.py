@@ -14,6 +14,8 @@ import pytest_asyncio
 from tests.support.faults import Session, pyproject
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 TAIL = '''
     return nn.Linear(4, 4)
 

@@ -17,6 +17,8 @@ import pytest
 from tests.support.faults import HELPER_TEMPLATE, Session, exported, make_fault_workspace, net_source, pyproject
 from tests.support.workspace import write
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 
 def marking_project(root: Path, marker: Path) -> Path:
     """A configured project whose model module leaves `marker` when imported; its model file."""

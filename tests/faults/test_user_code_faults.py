@@ -31,6 +31,8 @@ from tests.support.faults import (
     wait_gone,
 )
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 TIMEOUT_S = 6  # the workspace's `timeout`: small so the three loop rows stay quick
 # `memory-limit` (MB) caps the address space an export job may add to what the zygote already
 # maps (torch & co.: ~0.9-3 GB of mappings). 512 MB is plenty for these tiny models and is hit
@@ -75,7 +77,7 @@ ROWS = [
     # the worker intercepts os._exit to dump the stack first, so that line is known too
     Row("os-_exit", "crash", factory=PID + "\nos._exit(3)  # FAULT"),
     # SystemExit is an exception the child can catch: the engine reports it as `setup` at the
-    # line (more precise than the issue's `crash`, which it may also be)
+    # line (more precise than `crash`, which it may also be)
     Row("sys-exit", "crash", factory=PID + "\nsys.exit(3)  # FAULT", also="setup"),
     Row("sigkill-of-the-child", "crash", factory=PID + "\ntime.sleep(120)  # FAULT",
         at_line=False, kill_from_outside=True),

@@ -5,7 +5,7 @@
   re-exports) and the export worker restarts (it starts in the filesystem root: from the
   deleted directory torch could not even be imported). Before the fix nothing was watched after
   the recreation and every worker restart failed.
-* The workspace folder is `/`: the search for models to offer (workspace_targets.py) is bounded
+* The workspace folder is `/`: the search for models to offer (server/fixits/workspace_scan.py) is bounded
   and runs in a helper process; the server answers meanwhile, the search ends within its bound
   and its helper ends with the server. Measured here (what / holds varies): the search stopped
   at 20,000 directories after 5.0 s with 265 models found, the server and its helpers used 2.9
@@ -29,7 +29,9 @@ from lsprotocol import types as lsp
 from tests.support.faults import Session, exported, make_fault_workspace, net_source, wait_gone
 from tests.support.workspace import write
 
-from onnxlens.server.workspace_targets import MAX_SECONDS
+from onnxlens.server.fixits.workspace_scan import MAX_SECONDS
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 
 @pytest.mark.asyncio

@@ -120,12 +120,12 @@ def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
     # Unit level: the example models produce no fix; capture.py suggests torch._check insertions
     # for data-dependent guards, which this converts.
     from onnxlens.exporter.types import Fix
-    from onnxlens.server.lsp.code_actions import fix_action
+    from onnxlens.server.lsp.code_actions import finding_edit_action
 
     fix = Fix(title="Insert torch._check(u0 >= 0)", file="/w/m.py", line=20, column=1, end_line=20, end_column=1,
               new_text="        torch._check(u0 >= 0)\n")
     diagnostic = _entry("a", "/w/m.py").diagnostic
-    action = fix_action(fix, diagnostic)
+    action = finding_edit_action(fix, diagnostic)
     assert action.kind == lsp.CodeActionKind.QuickFix and action.diagnostics == [diagnostic]
     [edit] = action.edit.changes["file:///w/m.py"]
     assert edit.new_text == "        torch._check(u0 >= 0)\n"

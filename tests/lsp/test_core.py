@@ -20,6 +20,8 @@ from tests.support.data import action_commands
 from tests.support.lsp import EDITORS, Client
 from tests.support.workspace import copy_examples, lsp_line
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 FIXED_SPECTRAL = ("torch.linalg.eigvals(h).real", "torch.tanh(h)")
 FIXED_FEATURES = ("torch.special.zeta(shifted, 2.0)", "1.0 / (shifted * shifted)")
 

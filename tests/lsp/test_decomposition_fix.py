@@ -1,4 +1,4 @@
-"""The quick fix "Decompose aten.X with torch's decomposition" (issue 13), through the language
+"""The quick fix "Decompose aten.X with torch's decomposition", through the language
 server with VS Code's recorded capabilities, each step followed by the re-export that proves it:
 
 the model aggregates messages with `Tensor.index_reduce` (no ONNX translation; torch._inductor
@@ -69,6 +69,7 @@ async def _decompose(client: Client, path, diagnostic: lsp.Diagnostic, op: str) 
         client.save(changed)
 
 
+@pytest.mark.slow  # the language server and the export worker as processes
 @pytest.mark.asyncio
 async def test_decompose_quick_fix_then_extend_it(tmp_path):
     write(tmp_path / "pyproject.toml", PYPROJECT)
@@ -124,24 +125,26 @@ OFFER = {"op": "aten.put.default", "source": "torch/_inductor/decomposition.py:1
 
 def test_no_fix_where_the_array_spans_lines_or_already_has_the_op(tmp_path):
     from onnxlens.exporter.types import DecompositionOffer
-    from onnxlens.server.decomposition_fix import decomposition_fix
+    from onnxlens.server.fixits import decomposition
+    from onnxlens.server.fixits.fix import ConfiguredTarget
 
     config = tmp_path / "pyproject.toml"
     offer = DecompositionOffer.from_dict(OFFER)
     write(config, PYPROJECT + 'extra-decompositions = [\n    "aten.index_reduce.default",\n]\n')
     header = line_of(config, "[[tool.onnxlens.target]]")
-    assert decomposition_fix(_spec(tmp_path, ["aten.index_reduce.default"]), config, header, offer) is None
-    assert decomposition_fix(_spec(tmp_path, ["aten.put.default"]), config, header, offer) is None
+    assert decomposition.plan(ConfiguredTarget(_spec(tmp_path, ["aten.index_reduce.default"]), config, header), offer) is None
+    assert decomposition.plan(ConfiguredTarget(_spec(tmp_path, ["aten.put.default"]), config, header), offer) is None
 
 
 def test_an_empty_array_on_one_line_gets_the_op(tmp_path):
     from onnxlens.exporter.types import DecompositionOffer
-    from onnxlens.server.decomposition_fix import decomposition_fix
+    from onnxlens.server.fixits import decomposition
+    from onnxlens.server.fixits.fix import ConfiguredTarget
 
     config = tmp_path / "pyproject.toml"
     write(config, PYPROJECT + "extra-decompositions = [ ]  # none yet\n")
-    fix = decomposition_fix(_spec(tmp_path, ["x.y"]), config, line_of(config, "[[tool.onnxlens.target]]"),
-                            DecompositionOffer.from_dict(OFFER))
+    target = ConfiguredTarget(_spec(tmp_path, ["x.y"]), config, line_of(config, "[[tool.onnxlens.target]]"))
+    fix = decomposition.plan(target, DecompositionOffer.from_dict(OFFER))
     [insertion] = fix.insertions
     text = config.read_text().splitlines(keepends=True)
     line = text[insertion.line - 1]

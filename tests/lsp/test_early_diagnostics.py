@@ -18,7 +18,8 @@ from lsprotocol import types as lsp
 from tests.support.lsp import Client, early
 from tests.support.workspace import line_of, write
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 CONFIG = '''
 [tool.onnxlens]

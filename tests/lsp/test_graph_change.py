@@ -1,4 +1,4 @@
-"""The graph's change on save (issue 23, item 2) through the language server, with VS Code's and
+"""The graph's change on save through the language server, with VS Code's and
 Neovim's recorded capabilities: a user's tagger around transformers' BertModel (random init, a
 small config; tests/support/tagger.py), its sizes declared `Dim.AUTO`.
 
@@ -29,6 +29,8 @@ from onnxlens.exporter.types import signed_bytes
 from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import pyproject, tagger
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 TAGGER = tagger()
 NORM_LINE = "        hidden = self.norm(hidden)\n"

@@ -1,4 +1,4 @@
-"""Inlay hints (issue 23, item 1) through the language server, with VS Code's and Neovim's
+"""Inlay hints through the language server, with VS Code's and Neovim's
 recorded capabilities: a user's tagger around transformers' BertModel (random init, a small
 config: code nobody here wrote; tests/support/tagger.py), its sizes declared as string dims.
 
@@ -20,6 +20,8 @@ from lsprotocol import types as lsp
 from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import BERT_LINE, BLOCK_LINE, HEAD_LINE, pyproject, tagger
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 async def _hints(client: Client, path, lines: int) -> dict[int, lsp.InlayHint]:
     """The hints of the whole file, by 1-based line."""

@@ -1,4 +1,4 @@
-"""Cost per line (issue 23, item 3) through the language server, with VS Code's and Neovim's
+"""Cost per line through the language server, with VS Code's and Neovim's
 recorded capabilities: a user's tagger around transformers' BertModel (random init, a small
 config: code nobody here wrote; tests/support/tagger.py), verified by onnxruntime.
 
@@ -24,6 +24,8 @@ from lsprotocol import types as lsp
 from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import BERT_LINE, BLOCK_LINE, HEAD_LINE, pyproject, tagger
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 _LENS = re.compile(r"^onnxlens: tagger (?P<share>[\d.<]+) % of inference \((?P<time>[\d.]+) (?P<unit>µs|ms|s)\)"
                    r", (?P<ops>.+)$")

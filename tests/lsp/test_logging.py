@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.support.lsp import RawServer
 from tests.support.workspace import copy_examples
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 
 def test_log_messages_are_not_repeated_on_stderr(tmp_path: Path):

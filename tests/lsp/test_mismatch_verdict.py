@@ -1,4 +1,4 @@
-"""A wrong op told apart from drift (issue 23, item 4) through the language server, with VS Code's
+"""A wrong op told apart from drift through the language server, with VS Code's
 and Neovim's recorded capabilities. One workspace, two targets whose verification fails for
 opposite reasons:
 
@@ -24,6 +24,8 @@ import pytest
 from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import tagger
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 PYPROJECT = '''[project]
 name = "verdicts"

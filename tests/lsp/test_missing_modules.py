@@ -1,4 +1,4 @@
-"""A model that cannot import a module is exported again once the module is there (issue 21:
+"""A model that cannot import a module is exported again once the module is there (not
 `No module named 'tqdm'` still reported, from the cache, after `pip install tqdm`), without a
 save: the real server, a real client.
 
@@ -19,7 +19,7 @@ from tests.support.lsp import Client
 from tests.support.net_workspace import write_workspace
 from tests.support.workspace import write
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]  # the language server and the export worker as processes
 
 HELPERS = "def scale(x):\n    return x * 5\n"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from onnxlens.server.buffer_targets import target_fixes
+from onnxlens.server.fixits.buffer_targets import new_target_fixes
 from onnxlens.server.offload import Offload, OffloadError
 
 
@@ -74,9 +74,9 @@ async def test_the_target_fixes_travel_back_whole(tmp_path):
     model.write_text(text)
     offload = Offload()
     try:
-        fixes, notes = await offload.call(target_fixes, model, text, tmp_path, 5, 5)
+        fixes, notes = await offload.call(new_target_fixes, model, text, tmp_path, 5, 5)
     finally:
         await offload.close()
     assert notes == []
     assert [f.title for f in fixes] == ["Add Net as an ONNX export target"]
-    assert fixes == target_fixes(model, text, tmp_path, 5, 5)[0]
+    assert fixes == new_target_fixes(model, text, tmp_path, 5, 5)[0]

@@ -12,7 +12,7 @@ from tests.support.lsp import Client
 from tests.support.net_workspace import READS_JSON, write_workspace
 from tests.support.workspace import lsp_line
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]  # the language server and the export worker as processes
 
 
 async def test_saving_a_json_file_forward_reads_exports_again(tmp_path):

@@ -11,7 +11,8 @@ from lsprotocol import types as lsp
 from tests.support.lsp import Client
 from tests.support.workspace import copy_examples
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 # The opt-in the onnxlens VS Code extension sends with VS Code's capabilities.
 EXPORT_STATUS_OPT_IN = {"onnxlens": {"exportStatus": True}}

@@ -14,7 +14,8 @@ import pytest_asyncio
 from tests.support.lsp import Client
 from tests.support.workspace import copy_examples
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 DEBOUNCE_MS = 10_000
 AT_ONCE_S = DEBOUNCE_MS / 1000 / 2

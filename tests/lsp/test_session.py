@@ -18,7 +18,8 @@ from pygls.exceptions import JsonRpcException
 from tests.support.lsp import Client
 from tests.support.workspace import copy_examples, lsp_line
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 DEBOUNCE_MS = 150
 # Longer than the debounce plus a watchdog event's way to the server: a trigger that was going
@@ -147,7 +148,7 @@ async def test_requests_are_answered_while_an_export_runs(client: Client):
         timings[name] = min(times)
 
     assert "encoder" in (await client.stats())["running"], "the export must still run for this to mean anything"
-    # The explicit responsiveness requirement: the event loop is never blocked by an export.
+    # The event loop is never blocked by an export: a request waiting on one would wait seconds.
     assert max(timings.values()) < 0.2, timings
 
 

@@ -1,4 +1,4 @@
-"""The quick fix "Declare dynamic shapes" (issue 13), through the language server with VS Code's
+"""The quick fix "Declare dynamic shapes", through the language server with VS Code's
 recorded capabilities, each followed by the re-export that proves it:
 
 * a transformers BERT (random init, a small config; code nobody here wrote) exported without
@@ -22,6 +22,8 @@ from lsprotocol import types as lsp
 from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 PYPROJECT = '''[project]
 name = "nlp"

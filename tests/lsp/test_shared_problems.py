@@ -6,7 +6,7 @@ the config's value, with the callable meant.
 The workspace is a user's clone of vit-pytorch without torchvision installed
 (tests/support/repositories.py): `vit_pytorch/__init__.py` imports `dino.py`, whose
 `from torchvision import transforms as T` fails, for each of the three targets in the package.
-Before: three identical diagnostics on that line (one per target), the lens "✗ 1 problem", and
+Ruled out: three identical diagnostics on that line (one per target), the lens "✗ 1 problem", and
 the `Nett` typo on line 1 of nets.py; a line added above the typo in the config left its
 diagnostic where it was.
 """
@@ -21,7 +21,7 @@ from tests.support.lsp import Client
 from tests.support.repositories import VIT_TARGETS, broken_import_repository
 from tests.support.workspace import line_of, lsp_line
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]  # the language server and the export worker as processes
 
 
 async def test_a_shared_import_error_is_one_diagnostic_and_each_target_says_it_stopped_it(tmp_path):

@@ -1,4 +1,4 @@
-"""The code action "Add <Name> as an ONNX export target" (issue 13, item 3), through the language
+"""The code action "Add <Name> as an ONNX export target", through the language
 server with VS Code's recorded capabilities: the client applies the edit and saves the files as
 VS Code does, and the export that follows proves the new target works:
 
@@ -22,6 +22,8 @@ from lsprotocol import types as lsp
 from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 MLP = '''from torch import nn
 

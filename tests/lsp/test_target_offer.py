@@ -1,4 +1,4 @@
-"""The offer for a workspace without a config (issue 13, item 3), through the language server
+"""The offer for a workspace without a config, through the language server
 with VS Code's recorded capabilities: the server asks with window/showMessageRequest, the client
 answers as a user would, the server asks it to apply `onnxlens init`'s edits (workspace/applyEdit),
 the client writes them, and the new target exports: the config is picked up from the disk (a
@@ -14,6 +14,8 @@ from lsprotocol import types as lsp
 from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client
 from tests.support.workspace import write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 MODEL = '''import torch
 from torch import nn

@@ -1,4 +1,4 @@
-"""The quick fix "Write an ONNX translation for X" (issue 13), through the language server with
+"""The quick fix "Write an ONNX translation for X", through the language server with
 VS Code's recorded capabilities, each step followed by the re-export that proves it:
 
 the model calls `torch.hypot`, which the exporter cannot translate -> the fix creates the
@@ -19,6 +19,8 @@ from lsprotocol import types as lsp
 from tests.support.edits import apply_workspace_edit
 from tests.support.lsp import Client, uri_path
 from tests.support.workspace import line_of, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 PYPROJECT = '''[project]
 name = "geometry"

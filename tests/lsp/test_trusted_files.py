@@ -1,4 +1,4 @@
-"""What the editor shows from disk is what onnxlens wrote (issue 19): the real server through a
+"""What the editor shows from disk is what onnxlens wrote: the real server through a
 VS Code-capable client, a cache key of its own (XDG_CACHE_HOME).
 
 * A broken model whose cache entry was given the last good result (`onnxlens check` wrote both
@@ -25,7 +25,8 @@ from tests.support.net_workspace import (BROKEN, CACHE_ENTRY, NET, cache_entry, 
                                          write_workspace)
 from tests.support.workspace import write
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# slow: the language server and the export worker as processes
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -1,4 +1,4 @@
-"""A weights-free model through the language server (issue 11, goal 3), as a user meets it: the
+"""A weights-free model through the language server, as a user meets it: the
 model is exported with its weights, then the factory is changed to build it on the meta device
 (a real-size model costs nothing that way) and saved.
 
@@ -20,6 +20,8 @@ from lsprotocol import types as lsp
 from onnxlens.exporter.onnx_pair import named_data_file
 from tests.support.lsp import Client
 from tests.support.workspace import lsp_line, write
+
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
 CONFIG = '''[tool.onnxlens]
 verify = true

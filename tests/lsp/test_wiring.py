@@ -19,6 +19,7 @@ from pygls.protocol.language_server import _prepare_command_arguments
 from pytest_lsp import client_capabilities
 
 from onnxlens.exporter.types import ExportResult, Finding, Location
+from onnxlens.server.lsp import command_ids
 from onnxlens.server.lsp.app import create_language_server, default_features
 from onnxlens.server.lsp.capabilities import ClientFeatures
 from onnxlens.server.lsp.client import Client
@@ -62,12 +63,10 @@ def test_every_handler_is_registered_and_none_asks_for_the_server():
     features, commands = server.protocol.fm.features, server.protocol.fm.commands
     assert {lsp.INITIALIZE, lsp.TEXT_DOCUMENT_DID_SAVE, lsp.TEXT_DOCUMENT_HOVER, lsp.TEXT_DOCUMENT_INLAY_HINT,
             "onnxlens/stats"} <= set(features)
-    assert set(commands) == {"onnxlens.export", "onnxlens.exportAll", "onnxlens.openReport",
-                             "onnxlens.showExportedProgram", "onnxlens.restartWorker",
-                             "onnxlens.openTranslation"}
+    assert set(commands) == set(command_ids.ALL)
     for handler in [*features.values(), *commands.values()]:
         assert "ls" not in inspect.signature(handler).parameters
-    assert inspect.iscoroutinefunction(commands["onnxlens.openReport"])  # answered without blocking the loop
+    assert inspect.iscoroutinefunction(commands[command_ids.OPEN_REPORT])  # answered without blocking the loop
 
 
 @pytest.mark.parametrize("arguments", [["mlp"], [{"target": "mlp"}], [], ["mlp", "encoder"]])
@@ -140,7 +139,7 @@ def test_without_a_model_file_the_fallback_is_the_targets_config_line(tmp_path):
     project.load()  # the config now has a `config` finding for the missing file, and no mlp target
     unplaced = Finding(code="crash", message="the worker died", stage="load")
     assert fallback_location(project, "mlp", unplaced) == Location(
-        file=str(project.config_file), line=project.workspace.target_lines["mlp"])
+        file=str(project.config_file), line=project.config.target_lines["mlp"])
     spectral = fallback_location(project, "spectral", unplaced)
     assert (spectral.file, spectral.line) == (norm(ws / "models/spectral.py"),
                                               lsp_line(ws / "models/spectral.py", "class SpectralNet") + 1)

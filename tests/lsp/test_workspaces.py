@@ -13,6 +13,8 @@ from lsprotocol import types as lsp
 from tests.support.lsp import Client, poll_until
 from tests.support.workspace import copy_examples
 
+pytestmark = pytest.mark.slow  # the language server and the export worker as processes
+
 ONLY_MLP = re.compile(r"\n# Exports cleanly, with a dynamic batch.*", re.S)
 
 

@@ -32,8 +32,10 @@ HERE = Path(__file__).resolve().parent
 NVIM = shutil.which("nvim")
 # CI installs Neovim (.ci/run calls scripts/install-neovim): there, a missing nvim is a broken
 # install step and must fail, not skip.
-pytestmark = pytest.mark.skipif(NVIM is None and not os.environ.get("CI"),
-                                reason="nvim not installed (scripts/install-neovim)")
+pytestmark = [
+    pytest.mark.skipif(NVIM is None and not os.environ.get("CI"), reason="nvim not installed (scripts/install-neovim)"),
+    pytest.mark.slow,  # a real Neovim
+]
 
 # The two unsupported operators of the `spectral` target, and the supported code that replaces
 # them (both checked to export and verify with torch.onnx.export(dynamo=True)).

@@ -1,5 +1,5 @@
 """What the real-library tests share: workspaces (written from text, or copied from workspaces/,
-one per failure class), `onnxlens check` as a real subprocess, the language server through the
+one per kind of failure), `onnxlens check` as a real subprocess, the language server through the
 test client, the stock exporter in a subprocess of its own (the bytes to compare with),
 stand-ins on a `site-packages` path, and lines found by their text in installed libraries (the
 pinned versions `scripts/setup` installs; tests never hard-code line numbers: a library upgrade

@@ -5,7 +5,7 @@ extra installs the packages).
 `broken_import_repository`: vit-pytorch, whose `vit_pytorch/__init__.py` imports `dino.py`, which
 imports torchvision at its top (`from torchvision import transforms as T`); torchvision is not
 installed (its PyPI build does not load beside the CPU torch), so every module of the package
-fails to import on that line, as the issue saw on vit-pytorch's 22 targets. Three of its models
+fails to import on that line (vit-pytorch's 22 model modules all do). Three of its models
 are targets, and a fourth target names a callable its file does not define (`Nett`).
 """
 

@@ -1,4 +1,4 @@
-"""The candidate finder (server/target_candidates.py) on source nobody here wrote, read without
+"""The candidate finder (server/fixits/candidates.py) on source nobody here wrote, read without
 importing it: transformers' BERT, kornia's Sobel filters, diffusers' ResNet blocks. The expected
 classes, lines and parameters were read off those files by hand; what must not be found (output
 dataclasses, abstract bases without forward, tensor functions) is named too. Then the rules on
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.server.target_candidates import Layer, Parameter, find_candidates, imports_torch
+from onnxlens.server.fixits.candidates import Layer, Parameter, find_candidates, imports_torch
 
 
 def _source(module: str) -> str:

@@ -1,4 +1,4 @@
-"""The rules of server/model_usage.py and server/workspace_models.py on small workspaces of our
+"""The rules of server/fixits/model_usage.py and server/fixits/workspace_models.py on small workspaces of our
 own, one rule each (the real repositories are in test_repositories.py): which statements a
 recipe may copy and which make a site incomplete, where usage is read (scripts, tests, README
 blocks, doctests), which call gives the example inputs, and which classes are parts."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.server.edits import apply_insertions
-from onnxlens.server.target_fix import plan_targets
-from onnxlens.server.workspace_targets import workspace_choices
+from onnxlens.server.fixits.edits import apply_insertions
+from onnxlens.server.fixits.new_targets import plan_targets
+from onnxlens.server.fixits.workspace_scan import workspace_choices
 from tests.support.workspace import write
 
 MODEL = '''from dataclasses import dataclass
@@ -169,6 +169,7 @@ def test_malformed_doctests_and_bare_annotations_are_no_usage(tmp_path):
     assert "    return Net(config=NetConfig()).eval()\n" in texts["model.py"]  # from the signature
 
 
+@pytest.mark.slow  # reads a large installed package whole
 def test_init_reads_a_large_real_package_without_failing(tmp_path):
     """monai (the zoo extra), read as a workspace: every candidate planned, each factory parses."""
     spec = importlib.util.find_spec("monai")

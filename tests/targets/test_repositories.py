@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.server.edits import apply_insertions
-from onnxlens.server.target_candidates import find_candidates
-from onnxlens.server.target_fix import plan_targets
-from onnxlens.server.workspace_targets import workspace_choices
+from onnxlens.server.fixits.edits import apply_insertions
+from onnxlens.server.fixits.candidates import find_candidates
+from onnxlens.server.fixits.new_targets import plan_targets
+from onnxlens.server.fixits.workspace_scan import workspace_choices
 from tests.support.repositories import package_copy
 
 WHISPER_DIMENSIONS = ("n_mels", "n_audio_ctx", "n_audio_state", "n_audio_head", "n_audio_layer", "n_vocab",

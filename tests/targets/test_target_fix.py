@@ -1,5 +1,5 @@
-"""The edits of server/target_fix.py, applied as an editor or `onnxlens init` applies them
-(server/edits.py apply_insertions): the config extended byte for byte, onnxlens.toml preferred,
+"""The edits of server/fixits/new_targets.py, applied as an editor or `onnxlens init` applies them
+(server/fixits/edits.py apply_insertions): the config extended byte for byte, onnxlens.toml preferred,
 names kept unique, example inputs per parameter kind, and refusals with a reason."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.server.edits import apply_insertions
-from onnxlens.server.target_candidates import find_candidates
-from onnxlens.server.target_fix import Choice, TargetFixError, configured_models, is_configured, plan_targets
+from onnxlens.server.fixits.edits import apply_insertions
+from onnxlens.server.fixits.candidates import find_candidates
+from onnxlens.server.fixits.new_targets import Choice, NewTargetsError, configured_models, is_configured, plan_targets
 from tests.support.workspace import write
 
 TOKENS = '''from __future__ import annotations
@@ -86,17 +86,17 @@ def test_crlf_pyproject_keeps_its_bytes(tmp_path):
 def test_configs_that_cannot_be_extended_are_refused_with_a_reason(tmp_path, config):
     write(tmp_path / "tagger.py", TOKENS)
     write(tmp_path / "pyproject.toml", config)
-    with pytest.raises(TargetFixError, match="TOML|by hand"):
+    with pytest.raises(NewTargetsError, match="TOML|by hand"):
         _plan(tmp_path, "tagger.py")
 
 
 def test_a_model_outside_the_root_and_a_file_that_does_not_parse_are_refused(tmp_path):
     write(tmp_path / "outside" / "tagger.py", TOKENS)
     [candidate] = find_candidates(TOKENS)
-    with pytest.raises(TargetFixError, match="outside the workspace"):
+    with pytest.raises(NewTargetsError, match="outside the workspace"):
         plan_targets(tmp_path / "ws", [Choice(tmp_path / "outside" / "tagger.py", candidate)])
     write(tmp_path / "ws" / "tagger.py", TOKENS + "def broken(:\n")
-    with pytest.raises(TargetFixError, match="does not parse"):
+    with pytest.raises(NewTargetsError, match="does not parse"):
         plan_targets(tmp_path / "ws", [Choice(tmp_path / "ws" / "tagger.py", candidate)])
 
 

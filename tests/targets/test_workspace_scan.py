@@ -1,4 +1,4 @@
-"""The workspace scan's bounds (server/workspace_targets.py): depth, directories, Python files,
+"""The workspace scan's bounds (server/fixits/workspace_scan.py): depth, directories, Python files,
 time, environments and package directories skipped; a scan that stopped says why and keeps
 what it found. Real directory trees on disk."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from onnxlens.server import workspace_targets
-from onnxlens.server.workspace_targets import MAX_DEPTH, MAX_DIRECTORIES, MAX_FILES, MAX_MODEL_FILES, plan_workspace, \
+from onnxlens.server.fixits import workspace_scan
+from onnxlens.server.fixits.workspace_scan import MAX_DEPTH, MAX_DIRECTORIES, MAX_FILES, MAX_MODEL_FILES, plan_workspace, \
     workspace_choices
 from tests.support.workspace import write
 
@@ -78,7 +78,7 @@ def test_the_time_bound_stops_the_scan(tmp_path, monkeypatch):
     """The bound is MAX_SECONDS (30 s): set to 0 here, since no unit test waits for 30 s of
     scanning, to show that the scan stops on it and says so."""
     model(tmp_path / "models" / "net.py", "Mine")
-    monkeypatch.setattr(workspace_targets, "MAX_SECONDS", 0.0)
+    monkeypatch.setattr(workspace_scan, "MAX_SECONDS", 0.0)
     scan = workspace_choices(tmp_path)
     assert scan.choices == [] and scan.stopped == "it took over 0 s"
 
@@ -87,4 +87,4 @@ def test_a_complete_scan_says_nothing_and_plans_the_edit(tmp_path):
     model(tmp_path / "models" / "net.py", "Mine")
     plan = plan_workspace(tmp_path)
     assert plan.stopped is None and plan.problem is None
-    assert [t.candidate.name for t in plan.fix.targets] == ["Mine"]
+    assert [t.candidate.name for t in plan.new_targets.targets] == ["Mine"]

@@ -6,7 +6,11 @@ from __future__ import annotations
 import re
 import zipfile
 
+import pytest
+
 from tests.vscode.vscode_harness import EXTENSION_DIR, run
+
+pytestmark = pytest.mark.slow  # the extension installed with npm, built and unit-tested with node
 
 
 def test_extension_unit_tests_pass(extension_node_modules):

@@ -29,16 +29,19 @@ import tomllib
 import pytest
 import torch
 
-from onnxlens.exporter.pipeline.translation_stubs import stub_for
-from onnxlens.server.translation_fix import new_module_text
+from onnxlens.exporter.proposals.translation_stubs import stub_for
+from onnxlens.server.fixits.translation import new_module_text
 
 from tests.support.workspace import copy_examples, line_of
 from tests.vscode.vscode_harness import DRIVE_TIMEOUT, REPO, CodeServer, drive, missing_tools
 
-pytestmark = pytest.mark.skipif(
-    bool(missing_tools()),
-    reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(missing_tools()),
+        reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
+    ),
+    pytest.mark.slow,  # a real VS Code (code-server and headless Chromium)
+]
 
 EXAMPLES = REPO / "examples"
 ARTIFACTS = REPO / "test-artifacts" / "vscode"

@@ -21,10 +21,13 @@ import pytest
 from tests.support.workspace import copy_examples, line_of
 from tests.vscode.vscode_harness import DRIVE_TIMEOUT, HINTS_DRIVER, REPO, CodeServer, drive, missing_tools
 
-pytestmark = pytest.mark.skipif(
-    bool(missing_tools()),
-    reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(missing_tools()),
+        reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
+    ),
+    pytest.mark.slow,  # a real VS Code (code-server and headless Chromium)
+]
 
 ARTIFACTS = REPO / "test-artifacts" / "vscode-hints"
 PYTHON = REPO / ".venv" / "bin" / "python"

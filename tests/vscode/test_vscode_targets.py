@@ -26,10 +26,13 @@ import pytest
 from tests.support.workspace import line_of, write
 from tests.vscode.vscode_harness import DRIVE_TIMEOUT, REPO, TARGETS_DRIVER, CodeServer, drive, missing_tools
 
-pytestmark = pytest.mark.skipif(
-    bool(missing_tools()),
-    reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        bool(missing_tools()),
+        reason=f"VS Code e2e tools not installed ({', '.join(missing_tools())}): run scripts/install-vscode-e2e",
+    ),
+    pytest.mark.slow,  # a real VS Code (code-server and headless Chromium)
+]
 
 ARTIFACTS = REPO / "test-artifacts" / "vscode-targets"
 PYTHON = REPO / ".venv" / "bin" / "python"

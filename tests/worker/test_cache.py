@@ -14,7 +14,7 @@ from onnxlens.server.cache import cache_file
 from onnxlens.server.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 MODEL_SOURCE = '''
 import torch

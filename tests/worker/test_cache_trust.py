@@ -1,6 +1,6 @@
 """The result cache trusts only what this user wrote on this machine, for the files on disk
 (server/cache.py): real exports through the warm worker, then the cache file and the model's
-files changed the ways issue 19 found them changed — an entry edited by hand (a failed export
+files changed the ways someone could change them to fake a pass — an entry edited by hand (a failed export
 turned into a pass), an entry signed with another key (another user, another machine: a
 committed or restored cache), a .onnx swapped for other bytes, its weights rewritten in place
 with the old mtime put back. Each is a miss (the caller exports again); an identical copy of the
@@ -25,7 +25,7 @@ from onnxlens.exporter.user_key import KEY_BYTES, key_path
 from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 
 @pytest.fixture(autouse=True)
@@ -56,7 +56,7 @@ async def test_the_key_is_private_and_outside_the_workspace(service, tmp_path):
 
 
 async def test_a_failed_export_edited_into_a_pass_is_not_trusted(service, tmp_path, caplog):
-    """Issue 19's forgery: the entry of a broken model (its key matches the files as they are)
+    """The forgery: the entry of a broken model (its key matches the files as they are)
     given the result of the last good export, whose model is still on disk and intact."""
     good_spec, _ = await _stored(service, tmp_path, NET, ok=True)
     _, good = cache_entry(cache_file(good_spec))

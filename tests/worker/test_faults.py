@@ -9,7 +9,7 @@ from onnxlens.exporter.types import OutputEvent
 from tests.support.workspace import line_of
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 
 async def _next_job_is_fine(service, tmp_path):

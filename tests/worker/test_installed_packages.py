@@ -20,6 +20,8 @@ from tests.cli.test_missing_modules import MODEL, factor_of
 from tests.support.environments import build_wheel, install, make_environment
 from tests.worker.worker_helpers import spec_for, write_model
 
+pytestmark = pytest.mark.slow  # the export worker as processes
+
 
 async def _until(condition, what: str, seconds: float = 120.0) -> None:
     deadline = time.monotonic() + seconds

@@ -19,7 +19,7 @@ from onnxlens.server.exports import ExportService
 from tests.support.workspace import REPO
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 SLEEPER_SOURCE = '''
 import os

@@ -31,6 +31,7 @@ async def _export_all(service: ExportService, specs) -> list:
         await service.shutdown()  # every process has exited: their peaks are known
 
 
+@pytest.mark.slow  # the export worker as processes
 @pytest.mark.asyncio
 async def test_jobs_run_side_by_side_without_a_budget_and_one_by_one_within_a_small_one(tmp_path):
     specs = _specs(tmp_path)

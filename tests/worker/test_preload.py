@@ -20,7 +20,7 @@ from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE
 from onnxlens.server.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 LIBRARY = '''
 import os

@@ -24,7 +24,7 @@ from onnxlens.server.exports import ExportService
 from tests.support.workspace import line_of
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
 
 DATA_DEPENDENT = '''
 import torch

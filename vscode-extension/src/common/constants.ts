@@ -14,9 +14,10 @@ export const Commands = {
 } as const;
 
 /**
- * Commands the server implements (workspace/executeCommand). The language client registers
- * each one the server announces as a VS Code command of the same name, which is why ours above
- * have different names.
+ * Commands the server implements (workspace/executeCommand), as server/lsp/command_ids.py
+ * declares them (tests/lsp/test_command_ids.py checks these strings against it). The language
+ * client registers each one the server announces as a VS Code command of the same name, which
+ * is why ours above have different names.
  */
 export const ServerCommands = {
   exportAll: "onnxlens.exportAll",

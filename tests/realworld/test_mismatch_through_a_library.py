@@ -1,4 +1,4 @@
-"""Issue 10, class 4: a mismatch warning stays in the workspace, and its chain reaches the library
+"""A mismatch warning stays in the workspace, and its chain reaches the library
 call that computed the value.
 
 transformers' BERT in training mode (as a user who forgot `.eval()` exports it): attention
@@ -12,10 +12,12 @@ call (with `dropout_p=dropout`) computes the value; switching the model to `.eva
 mismatch go away.
 
 * target `bert`: the factory returns BertModel itself, so no line of the workspace computed the
-  value. Before the fix the warning's primary location was modeling_bert.py (site-packages), at
-  BertSelfAttention.forward's call of the helper, and the chain stopped there.
-* target `tagger`: the user's helper `encode` calls the model. Before the fix the warning was on
-  forward's call of the helper (torch records only `forward` frames), not on the helper's line.
+  value. The innermost frame is modeling_bert.py (site-packages), at BertSelfAttention.forward's
+  call of the helper, which torch records as the last frame: the warning must stay in the
+  workspace and its chain reach past that call, into the helper.
+* target `tagger`: the user's helper `encode` calls the model. torch records only `forward`
+  frames, so forward's call of the helper is all it names: the warning must be on the helper's
+  line.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from tests.realworld.harness import (SITE, check_json, copy_workspace, diagnosti
                                   lsp_session, primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 # The call inside transformers' helper that computed the diverging value (by hand, see above).
 SDPA_CALL = library_line("transformers/integrations/sdpa_attention.py",
                          "attn_output = torch.nn.functional.scaled_dot_product_attention(")
-# BertSelfAttention.forward's call of the helper: where the chain used to stop.
+# BertSelfAttention.forward's call of the helper: the last frame torch records.
 HELPER_CALL = library_line("transformers/models/bert/modeling_bert.py",
                            "attn_output, attn_weights = attention_interface(")
 
@@ -47,7 +51,7 @@ def _helper_line(workspace):
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    return copy_workspace("class4_bert", tmp_path_factory.mktemp("class4"))
+    return copy_workspace("bert_training", tmp_path_factory.mktemp("bert"))
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +87,7 @@ def test_check_puts_a_mismatch_computed_through_a_user_helper_on_the_helpers_lin
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    client = await lsp_session(copy_workspace("class4_bert", tmp_path_factory.mktemp("class4-lsp")), ["bert", "tagger"])
+    client = await lsp_session(copy_workspace("bert_training", tmp_path_factory.mktemp("bert-lsp")), ["bert", "tagger"])
     yield client
     await client.close()
 

@@ -1,5 +1,5 @@
 """The quick fix "Declare dynamic shapes": the factory the worker proposed (ShapesProposal,
-exporter/pipeline/shapes_proposal.py) written beside the target's example inputs, and the
+exporter/proposals/dynamic_shapes.py) written beside the target's example inputs, and the
 `dynamic-shapes` key under the target's header in the config.
 
 * The factory goes after the example-inputs function, in its file (which must be in the
@@ -10,31 +10,24 @@ exporter/pipeline/shapes_proposal.py) written beside the target's example inputs
   factory's returned dict literal does not name are added to it (nothing else of the user's
   factory changes; no fix when it returns anything but a dict literal with string keys).
 
-Torch-free and LSP-free: plain insertions (server/edits.py).
+Torch-free and LSP-free: plain insertions (edits.py) in a `Fix` (fix.py).
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from pathlib import Path
 
 from onnxlens.exporter.types import ShapesProposal, TargetSpec
-from onnxlens.server.edits import Insertion, dict_entry, editable_module
+from onnxlens.server.fixits.edits import Insertion, dict_entry, editable_module
+from onnxlens.server.fixits.fix import ConfiguredTarget, Fix
 
 KEY = "dynamic-shapes"
 
 
-@dataclass(frozen=True)
-class ShapesFix:
-    title: str
-    insertions: list[Insertion]
-
-
-def shapes_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
-               proposal: ShapesProposal) -> ShapesFix | None:
-    """The edits declaring `proposal`'s dynamic dimensions for `spec`, or None when there is no
-    clean place for them. `target_line`: the target's `[[...target]]` header line."""
+def plan(target: ConfiguredTarget, proposal: ShapesProposal) -> Fix | None:
+    """The edits declaring `proposal`'s dynamic dimensions for the target, or None when there is
+    no clean place for them."""
+    spec, config_file, target_line = target.spec, target.config_file, target.header_line
     if spec.dynamic_shapes:
         return _extend(spec, proposal)
     module = editable_module(spec.root, spec.inputs) if target_line is not None else None
@@ -53,9 +46,9 @@ def shapes_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
     where = parsed.where
     key = f'{KEY} = "{where}:{name}"  # the inputs\' dimensions that may vary\n'
     title = f"Declare dynamic shapes for {spec.name} ({', '.join(proposal.dims)})"
-    return ShapesFix(title=title,
-                     insertions=[Insertion(file, after, 1, f"{ending}\n\n{source}"),
-                                 Insertion(str(config_file), target_line + 1, 1, key)])
+    return Fix(title=title,
+               insertions=[Insertion(file, after, 1, f"{ending}\n\n{source}"),
+                           Insertion(str(config_file), target_line + 1, 1, key)])
 
 
 def _free_name(tree: ast.Module, wanted: str, target: str) -> str:
@@ -67,7 +60,7 @@ def _free_name(tree: ast.Module, wanted: str, target: str) -> str:
     return f"{wanted}_{''.join(c if c.isalnum() else '_' for c in target)}"
 
 
-def _extend(spec: TargetSpec, proposal: ShapesProposal) -> ShapesFix | None:
+def _extend(spec: TargetSpec, proposal: ShapesProposal) -> Fix | None:
     """The proposal's inputs the target's factory does not declare, added to the dict literal the
     factory returns; None when it declares them all, or returns something else."""
     module = editable_module(spec.root, spec.dynamic_shapes)
@@ -93,4 +86,4 @@ def _extend(spec: TargetSpec, proposal: ShapesProposal) -> ShapesFix | None:
     indent = insertion.text[:len(insertion.text) - len(insertion.text.lstrip())]
     text = "".join(f'{indent}"{name}": {entry},\n' for name, entry in missing.items())
     title = f"Declare dynamic shapes for {spec.name}: add {', '.join(missing)}"
-    return ShapesFix(title=title, insertions=[Insertion(insertion.file, insertion.line, insertion.column, text)])
+    return Fix(title=title, insertions=[Insertion(insertion.file, insertion.line, insertion.column, text)])

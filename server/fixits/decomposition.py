@@ -2,8 +2,8 @@
 `extra-decompositions`.
 
 An `unsupported-op` finding carries a DecompositionOffer for an op torch can decompose into ops
-that have translations (exporter/pipeline/decomposition_offers.py). The edit, as plain
-insertions (server/edits.py), in the config file:
+that have translations (exporter/proposals/decomposition_offers.py). The edit, as plain
+insertions (edits.py) in a `Fix` (fix.py), in the config file:
 
 * the target has no `extra-decompositions`: the key, on the line after the target's header;
 * it has one whose array opens and closes on the key's line: the op appended inside it;
@@ -15,33 +15,27 @@ Torch-free and LSP-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from onnxlens.exporter.types import DecompositionOffer, TargetSpec
-from onnxlens.server.edits import Insertion
+from onnxlens.exporter.types import DecompositionOffer
+from onnxlens.server.fixits.edits import Insertion
+from onnxlens.server.fixits.fix import ConfiguredTarget, Fix
 from onnxlens.server.toml_locations import scan_tables
 
 KEY = "extra-decompositions"
 
 
-@dataclass(frozen=True)
-class DecompositionFix:
-    title: str
-    insertions: list[Insertion]
-
-
-def decomposition_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
-                      offer: DecompositionOffer) -> DecompositionFix | None:
+def plan(target: ConfiguredTarget, offer: DecompositionOffer) -> Fix | None:
     """The edit adding `offer.op` to the target's extra-decompositions, or None when there is no
-    clean place for it. `target_line`: the target's `[[...target]]` header line."""
+    clean place for it."""
+    spec, config_file, target_line = target.spec, target.config_file, target.header_line
     if target_line is None or offer.op in (spec.extra_decompositions or []):
         return None
     title = f"Decompose {_short(offer.op)} with torch's decomposition ({offer.source})"
     file = str(config_file)
     if not spec.extra_decompositions:
         key = f'{KEY} = ["{offer.op}"]  # torch decomposes them into ops that have ONNX translations\n'
-        return DecompositionFix(title, [Insertion(file, target_line + 1, 1, key)])
+        return Fix(title, [Insertion(file, target_line + 1, 1, key)])
     try:
         text = Path(config_file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -57,7 +51,7 @@ def decomposition_fix(spec: TargetSpec, config_file: Path, target_line: int | No
     inside = value[1:-1].rstrip()
     separator = ", " if inside.strip() and not inside.endswith(",") else " " if inside.strip() else ""
     column = site.value.column + len(inside) + 1  # after the last element, before the `]`
-    return DecompositionFix(title, [Insertion(file, site.value.line, column, f'{separator}"{offer.op}"')])
+    return Fix(title, [Insertion(file, site.value.line, column, f'{separator}"{offer.op}"')])
 
 
 def _short(op: str) -> str:

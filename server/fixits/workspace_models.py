@@ -1,4 +1,4 @@
-"""Which of a workspace's candidates (server/target_candidates.py) are the models a user means:
+"""Which of a workspace's candidates (server/fixits/candidates.py) are the models a user means:
 what `onnxlens init` and the offer for a workspace without a config add a target for.
 
 * a factory function callable without arguments;
@@ -13,8 +13,8 @@ what `onnxlens init` and the offer for a workspace without a config add a target
     bases, or a library's own base (BERT's `PreTrainedModel`);
   - with a forward (a base class without one is no model);
   - not one a factory of its file builds without arguments (the factory is its author's way);
-  - built with arguments too: server/model_usage.py finds how the workspace builds it, and
-    server/target_fix.py writes a `build_<name>()` from that.
+  - built with arguments too: server/fixits/model_usage.py finds how the workspace builds it, and
+    server/fixits/new_targets.py writes a `build_<name>()` from that.
 
 A part is known by its module: the file's own class, or the module an import names (through a
 package's `__init__` that re-exports it), so a `ViT` another file defines for itself does not
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from onnxlens.server.target_candidates import Candidate, absolute_module
+from onnxlens.server.fixits.candidates import Candidate, absolute_module
 
 TORCH_MODEL_BASES = frozenset({"Module", "Sequential", "ModuleList", "ModuleDict"})
 
@@ -38,7 +38,7 @@ def is_model(candidate: Candidate, siblings: list[Candidate], module: str, parts
     candidates, `module`: its file's dotted name from the root, `parts`: what the workspace's
     candidate classes build in their `__init__` (workspace_parts); `built_outside_models`: the
     workspace builds it outside any class too (a script, test, document, `__main__` block or
-    function: server/model_usage.py), which makes a part a model as well."""
+    function: server/fixits/model_usage.py), which makes a part a model as well."""
     if not candidate.top_level:
         return False
     if candidate.kind == "factory":
@@ -58,7 +58,7 @@ def workspace_parts(candidates: dict[str, list[Candidate]],
     """(module, class name) of the classes some candidate class uses in its `__init__`, other
     than itself; `candidates` by their file's dotted name; `defining_module(module, name)`: the
     module that defines a name imported from a module (a package's re-export followed:
-    server/model_usage.py UsageIndex.defining_module)."""
+    server/fixits/model_usage.py UsageIndex.defining_module)."""
     found = set()
     for module, in_file in candidates.items():
         for candidate in in_file:

@@ -1,4 +1,4 @@
-"""Issue 10, class 7: an unsupported-op message a user can act on.
+"""An unsupported-op message a user can act on.
 
 Twelve stages (an nn.ModuleList) each call two kornia functions on one line,
 `get_tps_transform(points, moved)` and `find_fundamental(points, moved)`; both end in linear
@@ -13,9 +13,10 @@ the stock exporter's error, which names only the first op, `aten._linalg_solve_e
 
 The message must say, per op, the torch function it came from, the library function that called
 it with its place, which of the two calls on the line produced it, and the modules as a range.
-Before the fix: "no ONNX translation for aten._linalg_solve_ex.default, with_effects,
-aten.linalg_lu_factor_ex.default, …; … [module: stages.0, stages.1, stages.10, stages.11, stages.2,
-…]" — no torch function, no library function, no call, the module list in string order.
+The message these tests rule out: "no ONNX translation for aten._linalg_solve_ex.default,
+with_effects, aten.linalg_lu_factor_ex.default, …; … [module: stages.0, stages.1, stages.10,
+stages.11, stages.2, …]" — no torch function, no library function, no call, the module list in
+string order.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import pytest_asyncio
 from tests.realworld.harness import (check_json, copy_workspace, diagnostics, library_line, lsp_session, primary,
                                   related_lines)
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
 
 SOLVE = library_line("kornia/core/utils.py", "out = torch.linalg.solve(A.to(dtype), B.to(dtype))")
 SVD = library_line("kornia/core/utils.py", "out1, out2, out3H = torch.linalg.svd(x, full_matrices=full_matrices)")
@@ -49,7 +52,7 @@ def _expected_parts(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    return copy_workspace("class7_kornia", tmp_path_factory.mktemp("class7"))
+    return copy_workspace("kornia_stages", tmp_path_factory.mktemp("stages"))
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +79,7 @@ def test_check_message_names_each_op_its_torch_function_library_function_call_an
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    client = await lsp_session(copy_workspace("class7_kornia", tmp_path_factory.mktemp("class7-lsp")), ["refiner"])
+    client = await lsp_session(copy_workspace("kornia_stages", tmp_path_factory.mktemp("stages-lsp")), ["refiner"])
     yield client
     await client.close()
 

@@ -14,7 +14,7 @@ Candidates, in file order:
 For each: its header line, `forward`'s parameters (own or inherited within the file), whether
 constructing it needs arguments, and the sizes its `__init__` spells as literals (the first
 Linear/Conv1d/Conv2d's input size, the first Embedding's vocabulary), from which
-server/target_fix.py writes example inputs.
+server/fixits/new_targets.py writes example inputs.
 
 Torch-free and LSP-free: text in, plain data out; a file that does not parse has no candidates.
 `readable_source` says which files are worth reading at all.

@@ -1,7 +1,7 @@
-"""New export targets for candidates (server/target_candidates.py): "Add <Name> as an ONNX
+"""New export targets for candidates (server/fixits/candidates.py): "Add <Name> as an ONNX
 export target" (one) and `onnxlens init` / the offer when a workspace has no config (many).
 
-The edits, as plain insertions (server/edits.py):
+The edits, as plain insertions (server/fixits/edits.py):
 
 * in the config: a `[[tool.onnxlens.target]]` per candidate appended at the end of
   pyproject.toml (the file created when there is none, `[tool.onnxlens]` added when it has no
@@ -10,12 +10,12 @@ The edits, as plain insertions (server/edits.py):
   targets in it, or there is no fix (an inline `tool.onnxlens = {...}` cannot be extended so);
 * in the model's file, after the class or function: `example_inputs_<name>()`, and, for a
   class whose constructor needs arguments (or a factory that does), a `build_<name>()`: the
-  model built as the workspace builds it (server/model_usage.py's recipe), or from the
+  model built as the workspace builds it (server/fixits/model_usage.py's recipe), or from the
   constructor's signature with `...` where nothing tells a value and a NotImplementedError on
   the line before naming each (the export reports it there). `import torch` is added when the
   file lacks it.
 
-Example inputs: the workspace's own call of the model (server/model_usage.py) when it has one;
+Example inputs: the workspace's own call of the model (server/fixits/model_usage.py) when it has one;
 else per parameter of forward without a default (when every parameter has one, the first:
 `input_ids=None` models need it): token ids (a parameter forward feeds to an nn.Embedding, or
 named `input_ids`, `*_ids`, `tokens`) are `torch.randint(0, V, (2, 16))` with V the embedding's
@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from onnxlens.exporter import references
-from onnxlens.server.edits import Insertion, apply_insertions
-from onnxlens.server.model_usage import ExampleCall, Recipe, Usage, file_index, module_name, value_of
-from onnxlens.server.target_candidates import Candidate, Parameter
+from onnxlens.server.fixits.edits import Insertion, apply_insertions
+from onnxlens.server.fixits.fix import Fix
+from onnxlens.server.fixits.model_usage import ExampleCall, Recipe, Usage, file_index, module_name, value_of
+from onnxlens.server.fixits.candidates import Candidate, Parameter
 
 PYPROJECT, ONNXLENS_TOML = "pyproject.toml", "onnxlens.toml"
 DEFAULT_VOCABULARY = 1000
@@ -56,7 +57,7 @@ VIDEO_PARAMETERS = ("frames", "num_frames")  # a constructor that takes them mak
 LARGE_IMAGE = 512 * 512  # pixels from which an example image has batch 1, not 2
 
 
-class TargetFixError(Exception):
+class NewTargetsError(Exception):
     """Why no target can be added (shown by `onnxlens init`; the editor just offers nothing)."""
 
 
@@ -80,7 +81,10 @@ class NewTarget:
 
 
 @dataclass(frozen=True)
-class TargetsFix:
+class NewTargets:
+    """New targets planned for a workspace: the config file they go to, each target, and the
+    edits adding them all (`fix`: as the one quick fix that applies them)."""
+
     config_file: Path
     targets: list[NewTarget]
     insertions: list[Insertion]
@@ -91,6 +95,10 @@ class TargetsFix:
         if len(self.targets) == 1:
             return f"Add {names} as an ONNX export target"
         return f"Add {len(self.targets)} ONNX export targets ({names})"
+
+    @property
+    def fix(self) -> Fix:
+        return Fix(self.title, self.insertions)
 
 
 def config_file_for(root: Path) -> Path:
@@ -125,8 +133,8 @@ def is_configured(file: Path, candidate: Candidate, siblings: list[Candidate], c
         s.kind == "factory" and s.model_class == candidate.name and (where, s.name) in configured for s in siblings)
 
 
-def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | None = None) -> TargetsFix:
-    """The edits adding a target per choice to the workspace at `root`; TargetFixError says why
+def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | None = None) -> NewTargets:
+    """The edits adding a target per choice to the workspace at `root`; NewTargetsError says why
     there are none (a model file outside the root, a config file that cannot be extended).
     `sources`: texts of model files as the editor has them (unsaved edits), by resolved path."""
     root = root.resolve()
@@ -141,16 +149,16 @@ def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | N
     for choice in choices:
         file = choice.file.resolve()
         if not file.is_relative_to(root):
-            raise TargetFixError(f"{file} is outside the workspace {root}")
+            raise NewTargetsError(f"{file} is outside the workspace {root}")
         if not choice.candidate.top_level:
-            raise TargetFixError(f"{choice.candidate.name} is not defined at the top level of {file.name}")
+            raise NewTargetsError(f"{choice.candidate.name} is not defined at the top level of {file.name}")
         if file not in files:
             text = (sources or {}).get(file)
             text = _read(file) if text is None else text
             try:
                 tree = ast.parse(text)
             except SyntaxError as error:
-                raise TargetFixError(f"{file.name} does not parse: {error.msg} (line {error.lineno})") from None
+                raise NewTargetsError(f"{file.name} does not parse: {error.msg} (line {error.lineno})") from None
             files[file] = (text, tree, _bound_names(tree))
         text, tree, bound = files[file]
         name = _unique(_target_name(choice.candidate.name), taken)
@@ -183,7 +191,7 @@ def plan_targets(root: Path, choices: list[Choice], sources: dict[Path, str] | N
     insertions.append(_config_insertion(config_file, config_text, is_pyproject, targets))
     _check_config(config_file, config_text, insertions[-1], is_pyproject, targets)
     texts = {str(f): t for f, (t, _, _) in files.items()}
-    return TargetsFix(config_file=config_file, targets=_with_lines(targets, insertions, texts), insertions=insertions)
+    return NewTargets(config_file=config_file, targets=_with_lines(targets, insertions, texts), insertions=insertions)
 
 
 # --- the model's file ----------------------------------------------------------------------
@@ -382,19 +390,19 @@ def _check_config(config_file: Path, text: str | None, insertion: Insertion, is_
     try:
         table = _onnxlens_table_in(after, is_pyproject)
     except tomllib.TOMLDecodeError as error:
-        raise TargetFixError(f"{config_file.name} would not be valid TOML with the new target ({error}); "
+        raise NewTargetsError(f"{config_file.name} would not be valid TOML with the new target ({error}); "
                              "add it by hand") from None
     entries = table.get("target") if isinstance(table, dict) else None
     names = {e.get("name") for e in entries if isinstance(e, dict)} if isinstance(entries, list) else set()
     if not {t.name for t in targets} <= names:
-        raise TargetFixError(f"the targets cannot be appended to {config_file.name} "
+        raise NewTargetsError(f"the targets cannot be appended to {config_file.name} "
                              "(its onnxlens table is written inline); add them by hand")
 
 
 def _onnxlens_table(config_file: Path) -> Any:
     try:
         return _onnxlens_table_in(_read(config_file), config_file.name == PYPROJECT)
-    except (TargetFixError, tomllib.TOMLDecodeError):
+    except (NewTargetsError, tomllib.TOMLDecodeError):
         return None
 
 
@@ -413,7 +421,7 @@ def _target_names(text: str | None, is_pyproject: bool) -> set[str]:
     try:
         table = _onnxlens_table_in(text, is_pyproject)
     except tomllib.TOMLDecodeError as error:
-        raise TargetFixError(f"the config is not valid TOML ({error}): fix it first") from None
+        raise NewTargetsError(f"the config is not valid TOML ({error}): fix it first") from None
     entries = table.get("target") if isinstance(table, dict) else None
     names = set()
     for entry in entries if isinstance(entries, list) else []:
@@ -441,4 +449,4 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise TargetFixError(f"cannot read {path}: {error}") from None
+        raise NewTargetsError(f"cannot read {path}: {error}") from None

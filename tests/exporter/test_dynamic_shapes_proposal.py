@@ -1,12 +1,15 @@
-"""The dynamic-shapes factory proposed for a target without one (issue 13): which dimensions,
+"""The dynamic-shapes factory proposed for a target without one: which dimensions,
 keyed by which names, on the signatures of library models nobody here wrote (transformers'
 BERT and ViT) and on the cases that get no proposal."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from onnxlens.exporter.pipeline.shapes_proposal import propose
+from onnxlens.exporter.proposals.dynamic_shapes import propose
+
+pytestmark = pytest.mark.slow  # library models (transformers' BERT and ViT)
 
 
 def _spec(proposal):

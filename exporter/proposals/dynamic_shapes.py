@@ -2,7 +2,7 @@
 
 Without `dynamic-shapes` the ONNX model only accepts the example inputs' sizes: a model
 exported with a batch of 2 fails in production on a batch of 8. The quick fix "Declare dynamic
-shapes" (server/shapes_fix.py) writes the factory proposed here; the next export captures with
+shapes" (server/fixits/dynamic_shapes.py) writes the factory proposed here; the next export captures with
 it, and a dimension the model's code fixes comes back as a warning on the line that fixed it.
 
 Which dimensions (the ones nearly every model means to vary):

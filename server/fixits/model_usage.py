@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from onnxlens.server.target_candidates import Candidate, absolute_module, parameters_of, parse_expression
+from onnxlens.server.fixits.candidates import Candidate, absolute_module, parameters_of, parse_expression
 
 # Builtins a recipe may call: they compute, they read nothing.
 PURE_BUILTINS = frozenset({"dict", "tuple", "list", "set", "frozenset", "int", "float", "str", "bool", "len",

@@ -1,6 +1,6 @@
 """Translation stubs: the start of an ONNX translation for an op that has none.
 
-The quick fix "Write an ONNX translation for aten.X" (server/lsp/translation_fix.py) writes one
+The quick fix "Write an ONNX translation for aten.X" (server/fixits/translation.py) writes one
 into the target's custom-translations module. What it writes is decided here, in the worker,
 because only torch knows the op's schema: a Python function the exporter traces as an
 onnxscript function (as `torch.onnx.export(custom_translation_table=...)` does), its
@@ -24,7 +24,7 @@ import keyword
 import re
 from typing import Any
 
-from onnxlens.exporter.pipeline.decomposition_offers import where_defined
+from onnxlens.exporter.proposals.decomposition_offers import where_defined
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import TranslationStub
 

@@ -1,4 +1,4 @@
-"""Issue 10, class 6: an output torch.export cannot flatten is named, with the forward that returns
+"""An output torch.export cannot flatten is named, with the forward that returns
 it, the line that builds it and the fixes that exist (docs/diagnostics.md, `torch-export`).
 
 The model: transformers GPT-2 (GPT2LMHeadModel, tiny, random init) with `use_cache=True` in
@@ -19,9 +19,9 @@ the library that registers the cache's class: the program it gives fails the ONN
 decomposition, `Constant tensor lifted_tensor_0 is not in the constants dictionary`, which
 onnxlens places on the node that reads that constant, in transformers' cache_utils.py.)
 
-Before: `error[torch-export] torch.export (non-strict) failed: RuntimeError: Found <class
-'transformers.cache_utils.DynamicCache'> in output, which is not a known type. ...` on the model
-factory, no related location.
+torch's error alone, the answer these tests rule out: `error[torch-export] torch.export
+(non-strict) failed: RuntimeError: Found <class 'transformers.cache_utils.DynamicCache'> in
+output, which is not a known type. ...` on the model factory, no related location.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from tests.realworld.harness import (check, errors, library_file, line_in, place
                                      workspace)
 from tests.support.lsp import Client, uri_path
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
 
 MODEL = '''
     import torch
@@ -82,7 +84,7 @@ RETURNED = (GPT2, line_in(GPT2, "return CausalLMOutputWithCrossAttentions(", aft
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = workspace(tmp_path_factory.mktemp("class6"), {"models/gpt2.py": MODEL}, TARGETS, verify=False)
+    root = workspace(tmp_path_factory.mktemp("gpt2-cache"), {"models/gpt2.py": MODEL}, TARGETS, verify=False)
     process, data = check(root)
     return root, process, {target["name"]: target for target in data["targets"]}
 
@@ -121,7 +123,7 @@ def test_the_fixes_named_exist_and_one_of_them_exports_with_the_stock_bytes(run,
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    root = workspace(tmp_path_factory.mktemp("class6-lsp"), {"models/gpt2.py": MODEL}, TARGETS, verify=False)
+    root = workspace(tmp_path_factory.mktemp("gpt2-cache-lsp"), {"models/gpt2.py": MODEL}, TARGETS, verify=False)
     client = await Client.launch(root, settings={"debounceMs": 100})
     yield client
     await client.close()

@@ -1,11 +1,12 @@
 """The targets a whole workspace could have: what `onnxlens init` adds and what the language
 server offers for a workspace folder without a config ("Add targets").
 
-Every .py file under the root that imports torch, outside hidden directories, environments
-(virtual or conda), site-packages, build output, node_modules and tests; in each, the candidates
-(server/target_candidates.py) that are models of their own (server/workspace_models.py) and
+Every .py file under the root that imports torch, outside hidden directories, build output,
+tests and what holds none of the user's code (exporter/locations/directories.py: environments,
+installed packages, node_modules ...); in each, the candidates
+(server/fixits/candidates.py) that are models of their own (server/fixits/workspace_models.py) and
 that no target exports yet, each with how the workspace builds and calls it
-(server/model_usage.py: all the files read, and the Markdown documents at the root).
+(server/fixits/model_usage.py: all the files read, and the Markdown documents at the root).
 
 The scan is bounded, so that a workspace folder that is a home directory or `/` costs seconds,
 not the whole disk: at most MAX_DEPTH directories deep, MAX_DIRECTORIES directories and
@@ -15,7 +16,7 @@ edit), MAX_SECONDS for the search; only regular files up to MAX_FILE_BYTES are r
 stopped says why (`Scan.stopped`); what it found until then is kept. The language server runs
 it in a helper process (server/offload.py), which it kills to cancel the scan.
 
-Torch-free and LSP-free; reads files, writes nothing (server/target_fix.py plans the edits).
+Torch-free and LSP-free; reads files, writes nothing (server/fixits/new_targets.py plans the edits).
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from onnxlens.server.model_usage import module_name, workspace_index
-from onnxlens.server.target_candidates import Candidate, candidates_of, readable_source, tree_imports_torch
-from onnxlens.server.target_fix import Choice, TargetFixError, TargetsFix, config_file_for, configured_models, \
+from onnxlens.exporter.locations.directories import not_users_directory
+from onnxlens.server.fixits.model_usage import module_name, workspace_index
+from onnxlens.server.fixits.candidates import Candidate, candidates_of, readable_source, tree_imports_torch
+from onnxlens.server.fixits.new_targets import Choice, NewTargets, NewTargetsError, config_file_for, configured_models, \
     is_configured, plan_targets
-from onnxlens.server.workspace_models import is_model, workspace_parts
+from onnxlens.server.fixits.workspace_models import is_model, workspace_parts
 
-SKIPPED_DIRS = frozenset({".venv", "venv", "env", "site-packages", "dist-packages", "build", "dist",
-                          "node_modules", "tests", "test", "__pycache__", "__pypackages__"})
-ENVIRONMENT_MARKERS = ("pyvenv.cfg", "conda-meta")  # a directory holding one is an environment
+# The user's, but where no model of its own is defined: build output (copies of the package) and
+# tests (model_usage.py reads them for how the models are built and called).
+NO_MODELS_DIRS = frozenset({"build", "dist", "tests", "test"})
 MAX_DEPTH = 12
 MAX_DIRECTORIES = 20_000
 MAX_FILES = 5_000
@@ -55,7 +57,7 @@ class WorkspacePlan:
     """`onnxlens init`'s edits for a workspace: None when it has no new candidates or they
     cannot be added (`problem` says why); `stopped`: why the scan stopped early, if it did."""
 
-    fix: TargetsFix | None
+    new_targets: NewTargets | None
     stopped: str | None = None
     problem: str | None = None
 
@@ -80,8 +82,9 @@ class _Budget:
 
 
 def _skipped(directory: str, name: str) -> bool:
-    return name.startswith(".") or name in SKIPPED_DIRS or \
-        any(os.path.exists(os.path.join(directory, name, marker)) for marker in ENVIRONMENT_MARKERS)
+    """Not searched: hidden directories, NO_MODELS_DIRS, and what holds none of the user's code
+    (exporter/locations/directories.py)."""
+    return name.startswith(".") or name in NO_MODELS_DIRS or not_users_directory(os.path.join(directory, name))
 
 
 def _python_files(root: Path, budget: _Budget) -> list[Path]:
@@ -108,7 +111,7 @@ def _python_files(root: Path, budget: _Budget) -> list[Path]:
 
 def workspace_choices(root: Path) -> Scan:
     """The candidates of the workspace at `root` worth a target, in file order
-    (server/workspace_models.py says which), each with how the workspace builds and calls it."""
+    (server/fixits/workspace_models.py says which), each with how the workspace builds and calls it."""
     root = root.resolve()
     budget = _Budget()
     configured = configured_models(config_file_for(root))
@@ -147,11 +150,11 @@ def workspace_choices(root: Path) -> Scan:
 
 
 def plan_workspace(root: Path) -> WorkspacePlan:
-    """The scan, then one edit adding a target per candidate found (server/target_fix.py)."""
+    """The scan, then one edit adding a target per candidate found (server/fixits/new_targets.py)."""
     scan = workspace_choices(root)
     if not scan.choices:
         return WorkspacePlan(None, scan.stopped)
     try:
         return WorkspacePlan(plan_targets(root.resolve(), scan.choices), scan.stopped)
-    except TargetFixError as error:
+    except NewTargetsError as error:
         return WorkspacePlan(None, scan.stopped, str(error))

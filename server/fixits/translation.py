@@ -1,9 +1,9 @@
 """The quick fix "Write an ONNX translation for aten.X": where the stub goes and what changes.
 
-An `unsupported-op` finding carries a stub per op (exporter/pipeline/translation_stubs.py: the
+An `unsupported-op` finding carries a stub per op (exporter/proposals/translation_stubs.py: the
 function, its parameters from the op's schema). This module decides the edits that put it in
-the target's custom-translations module, as plain insertions the LSP layer turns into a
-WorkspaceEdit (server/lsp/code_actions.py); it knows nothing about LSP.
+the target's custom-translations module, as a `Fix` (fix.py) the LSP layer turns into a code
+action (server/lsp/code_actions.py, through registry.py); it knows nothing about LSP.
 
 * The target has no `custom-translations`: a new module beside the model's file,
   `onnx_translations.py` (`onnx_translations_<target>.py` if that name is taken), with the
@@ -20,36 +20,30 @@ WorkspaceEdit (server/lsp/code_actions.py); it knows nothing about LSP.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from pathlib import Path
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import TargetSpec, TranslationStub
-from onnxlens.server.edits import Insertion, dict_entry, editable_module
+from onnxlens.server.fixits.edits import Insertion, dict_entry, editable_module
+from onnxlens.server.fixits.fix import ConfiguredTarget, Fix, Show
 
 TABLE = "translations"  # the table's name in a module the fix creates
+OPEN_TITLE = "Open the translation"
 
 
-@dataclass(frozen=True)
-class TranslationFix:
-    title: str
-    insertions: list[Insertion]
-    module: str  # the translations module, to open once the edit is applied
-    focus_line: int  # the stub's `raise` line there (1-based), where the user starts writing
-
-
-def translation_fix(spec: TargetSpec, config_file: Path, target_line: int | None,
-                    stub: TranslationStub) -> TranslationFix | None:
-    """The edits that write `stub` into `spec`'s custom-translations module, or None when there
-    is no clean place for it. `target_line`: the target's `[[...target]]` header line."""
+def plan(target: ConfiguredTarget, stub: TranslationStub) -> Fix | None:
+    """The edits that write `stub` into the target's custom-translations module, or None when
+    there is no clean place for it. The fix shows the stub's `raise` line in the module once
+    applied: where the user starts writing."""
+    spec = target.spec
     title = f"Write an ONNX translation for {stub.op.rsplit('.', 1)[0] if stub.op.endswith('.default') else stub.op}"
     if spec.custom_translations is None:
-        return _new_module(spec, config_file, target_line, stub, title)
+        return _new_module(spec, target.config_file, target.header_line, stub, title)
     return _extend_module(spec, stub, title)
 
 
 def _new_module(spec: TargetSpec, config_file: Path, target_line: int | None, stub: TranslationStub,
-                title: str) -> TranslationFix | None:
+                title: str) -> Fix | None:
     if target_line is None:
         return None
     root = Path(spec.root)
@@ -63,10 +57,9 @@ def _new_module(spec: TargetSpec, config_file: Path, target_line: int | None, st
     text = new_module_text(stub)
     reference = f"{module.relative_to(root.resolve()).as_posix()}:{TABLE}"
     key = f'custom-translations = "{reference}"  # ONNX translations of ops the exporter lacks\n'
-    return TranslationFix(
-        title=title, module=str(module), focus_line=_raise_line(text, stub),
-        insertions=[Insertion(str(module), 1, 1, text, create=True),
-                    Insertion(str(config_file), target_line + 1, 1, key)])
+    return Fix(title=title, show=Show(OPEN_TITLE, str(module), _raise_line(text, stub)),
+               insertions=[Insertion(str(module), 1, 1, text, create=True),
+                           Insertion(str(config_file), target_line + 1, 1, key)])
 
 
 def new_module_text(stub: TranslationStub) -> str:
@@ -86,7 +79,7 @@ def new_module_text(stub: TranslationStub) -> str:
     )
 
 
-def _extend_module(spec: TargetSpec, stub: TranslationStub, title: str) -> TranslationFix | None:
+def _extend_module(spec: TargetSpec, stub: TranslationStub, title: str) -> Fix | None:
     module = editable_module(spec.root, spec.custom_translations)
     if module is None:
         return None
@@ -107,7 +100,7 @@ def _extend_module(spec: TargetSpec, stub: TranslationStub, title: str) -> Trans
     # after any imports inserted above it (same-position inserts apply in list order).
     above = sum(i.text.count("\n") for i in imports if i.line <= statement.lineno)
     focus = statement.lineno + above + hint.count("\n") + _raise_line(stub.source, stub) - 1
-    return TranslationFix(title=title, module=file, focus_line=focus, insertions=[*imports, function, entry])
+    return Fix(title=title, show=Show(OPEN_TITLE, file, focus), insertions=[*imports, function, entry])
 
 
 def _table_assignment(tree: ast.Module, name: str) -> tuple[ast.stmt, ast.Dict | None] | None:

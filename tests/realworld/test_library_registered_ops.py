@@ -1,5 +1,5 @@
-"""Issue 10, class 1: ops a library registers when it is imported must be translated, as the stock
-exporter translates them (docs/diagnostics.md: `unsupported-op` is only for ops with no
+"""Ops a library registers when it is imported must be translated, as the stock exporter
+translates them (docs/diagnostics.md: `unsupported-op` is only for ops with no
 translation).
 
 `ONNXRegistry.from_torchlib()` takes torchlib's translations of `torchvision::roi_align`, `nms`,
@@ -22,9 +22,10 @@ torch's own quantization library is the other case, no stand-in needed: importin
 `torch.ao.quantization.fx._decomposed` registers `quantized_decomposed::quantize_per_tensor`,
 ... (what QDQ models are made of), which torchlib translates to QuantizeLinear/DequantizeLinear.
 
-Before the fix: `error[unsupported-op] no ONNX translation for torchvision.roi_align.default`
-at the model factory's definition, and `no ONNX translation for
-quantized_decomposed.quantize_per_tensor.default` on the QDQ model's lines; stock exports both.
+The wrong answer these tests rule out, a registry built before the user's imports: `error[unsupported-op]
+no ONNX translation for torchvision.roi_align.default` at the model factory's definition, and
+`no ONNX translation for quantized_decomposed.quantize_per_tensor.default` on the QDQ model's
+lines, where stock exports both.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ from tests.realworld.harness import (check, environment, errors, same_files, sit
                                      workspace)
 from tests.support.lsp import Client
 from tests.worker.worker_helpers import spec_for
+
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
 
 MODEL = '''
     import torch

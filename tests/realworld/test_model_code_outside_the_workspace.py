@@ -1,4 +1,4 @@
-"""Issue 10, class 5: model code that is not in the workspace, and constructs that are not ops.
+"""Model code that is not in the workspace, and constructs that are not ops.
 
 torch ships example models (ExportDB, torch/_export/db/examples); two of them fail with the stock
 exporter (`torch.onnx.export(model, example_args, dynamic_shapes=..., dynamo=True)` run over every
@@ -11,8 +11,9 @@ example: only these two fail, with ConversionError):
 
 The responsible lines, found by hand: the line of each example's `forward` that the stock error's
 node comes from (its FX `stack_trace`, read from the exported program), i.e. `return map(body,
-xs, y)` and `return x[: round(x.shape[0] / 2)]`. Before the fix torch's files were torch
-internals and dropped: the finding sat at the workspace's factory with no related location.
+xs, y)` and `return x[: round(x.shape[0] / 2)]`. Those lines are in torch's files, which are
+torch's internals for any other model: taken as such, the finding would sit at the workspace's
+factory with no related location.
 `mapped` has the same two constructs in the user's own code: each must land on its call.
 """
 
@@ -25,13 +26,15 @@ from tests.realworld.harness import (check_json, copy_workspace, diagnostics, li
                                   primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 MAP_LINE = library_line("torch/_export/db/examples/dynamic_shape_map.py", "return map(body, xs, y)")
 ROUND_LINE = library_line("torch/_export/db/examples/dynamic_shape_round.py", "return x[: round(x.shape[0] / 2)]")
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    return copy_workspace("class5_exportdb", tmp_path_factory.mktemp("class5"))
+    return copy_workspace("exportdb", tmp_path_factory.mktemp("exportdb"))
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +77,7 @@ def test_check_puts_map_and_round_in_the_users_code_on_their_calls(checked, work
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    client = await lsp_session(copy_workspace("class5_exportdb", tmp_path_factory.mktemp("class5-lsp")),
+    client = await lsp_session(copy_workspace("exportdb", tmp_path_factory.mktemp("exportdb-lsp")),
                                ["exportdb_map", "exportdb_round", "mapped"])
     yield client
     await client.close()

@@ -1,4 +1,4 @@
-"""Issue 10, class 3: failures outside the unsupported-op scan keep their place (docs/diagnostics.md:
+"""Failures outside the unsupported-op scan keep their place (docs/diagnostics.md:
 `decomposition`, `onnx-checker`, and onnxruntime refusing the model during verification).
 
 Three real library models, tiny and randomly initialised, each failing in one of those stages;
@@ -27,8 +27,9 @@ for each, the responsible line was found by hand and must be the primary or a re
   hidden_states.to(input_dtype)` (modeling_llama.py). A warning: the model is saved, with the
   stock exporter's bytes.
 
-Before: the decomposition and checker findings sat on the model factory with no related
-location; the onnxruntime warning's primary location was the line in site-packages.
+The wrong answers these tests rule out: the decomposition and checker findings on the model
+factory with no related location (neither error names a line), and the onnxruntime warning's
+primary location in site-packages instead of the workspace.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from tests.realworld.harness import (check, errors, library_file, line_in, place
                                      workspace)
 from tests.support.lsp import Client, uri_path
 from tests.support.workspace import line_of
+
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
 
 T5 = '''
     import torch
@@ -141,7 +144,7 @@ RESPONSIBLE = _responsible()
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    root = workspace(tmp_path_factory.mktemp("class3"), FILES, TARGETS)
+    root = workspace(tmp_path_factory.mktemp("past-the-scan"), FILES, TARGETS)
     process, data = check(root)
     return root, process, {target["name"]: target for target in data["targets"]}
 
@@ -221,7 +224,7 @@ ALIAS = '''
 
 
 def test_decomposition_failure_of_the_users_own_op_lands_on_its_call(tmp_path):
-    """The other decomposition failure of issue 10, in the user's own code: functionalization
+    """A decomposition failure in the user's own code: functionalization
     refuses "a custom (non-ATen) operator whose output has alias annotations". In process (the
     engine's shared pipeline): this one needs no library."""
     from tests.exporter.engine_support import shared_pipeline, spec_for
@@ -246,7 +249,7 @@ def test_element_types_are_named():
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    root = workspace(tmp_path_factory.mktemp("class3-lsp"), FILES, TARGETS)
+    root = workspace(tmp_path_factory.mktemp("past-the-scan-lsp"), FILES, TARGETS)
     client = await Client.launch(root, settings={"debounceMs": 100})
     yield client
     await client.close()

@@ -1,14 +1,15 @@
-"""Issue 10, class 2: an op called helpers deep inside a library gets its library location.
+"""An op called by helpers deep inside a library gets its library location.
 
 kornia's `find_homography_dlt(..., solver="svd")` reaches `torch.linalg.svd` through three helpers
 of its own, none named `forward`, so torch's non-strict capture records none of them. The
 responsible line was found by hand: reading kornia 0.9.0's source from the call in
-workspaces/class2_kornia/homography.py (find_homography_dlt -> _homography_from_dlt_system ->
+workspaces/kornia_homography/homography.py (find_homography_dlt -> _homography_from_dlt_system ->
 _svd_null_vector -> _torch_svd_cast), confirmed by the stock exporter's error (it names
 `aten._linalg_svd.default`) and by a capture with every frame recorded. The line is
 kornia/core/utils.py `out1, out2, out3H = torch.linalg.svd(x, full_matrices=full_matrices)`.
 
-Before the fix: the finding was on the user's call with no related location at all.
+torch records only `forward` frames: without the helpers' frames kept during capture, the
+finding would sit on the user's call with no related location at all.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from tests.realworld.harness import (check_json, copy_workspace, diagnostics, li
                                   primary, related_lines)
 from tests.support.workspace import line_of
 
+pytestmark = pytest.mark.slow  # library models through onnxlens check and the language server
+
 # The line that called the op, and the helpers on the way to it (kornia's source, by hand).
 SVD_CALL = library_line("kornia/core/utils.py", "out1, out2, out3H = torch.linalg.svd(x, full_matrices=full_matrices)")
 HELPER_CALLS = [
@@ -30,7 +33,7 @@ HELPER_CALLS = [
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
-    return copy_workspace("class2_kornia", tmp_path_factory.mktemp("class2"))
+    return copy_workspace("kornia_homography", tmp_path_factory.mktemp("homography"))
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def test_check_reaches_the_library_line_that_called_the_op(checked, workspace):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(tmp_path_factory):
-    client = await lsp_session(copy_workspace("class2_kornia", tmp_path_factory.mktemp("class2-lsp")), ["homography"])
+    client = await lsp_session(copy_workspace("kornia_homography", tmp_path_factory.mktemp("homography-lsp")), ["homography"])
     yield client
     await client.close()
 
