@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Union
 
+from onnxlens.exporter.plain import Plain
+
 # Pipeline stages, in order. A finding's `stage` is one of these.
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
@@ -45,25 +47,6 @@ CODES: dict[str, str] = {
     "crash": "error",
     "output": "error",
 }
-
-
-def _from_dict(cls, data: dict[str, Any]):
-    """Build a dataclass from a dict, ignoring keys it does not know (forward compatibility)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
-
-
-class Plain:
-    """Plain data: crosses the msgpack pipe and the JSON output as a dict (`to_dict`), and is
-    rebuilt from one ignoring keys it does not know (`from_dict`, forward compatible). Classes
-    with nested dataclasses or optional keys override them."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
-        return _from_dict(cls, data)
 
 
 @dataclass
@@ -161,19 +144,6 @@ class Finding(Plain):
         if not self.severity:
             self.severity = CODES.get(self.code, "error")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Finding:
-        finding = _from_dict(cls, data)
-        if isinstance(finding.location, dict):
-            finding.location = Location.from_dict(finding.location)
-        finding.related = [Related.from_dict(r) if isinstance(r, dict) else r for r in finding.related]
-        finding.fixes = [Fix.from_dict(f) if isinstance(f, dict) else f for f in finding.fixes]
-        finding.translation_stubs = [TranslationStub.from_dict(s) if isinstance(s, dict) else s
-                                     for s in finding.translation_stubs]
-        finding.decomposition_offers = [DecompositionOffer.from_dict(o) if isinstance(o, dict) else o
-                                        for o in finding.decomposition_offers]
-        return finding
-
 
 @dataclass
 class TargetSpec(Plain):
@@ -264,13 +234,6 @@ class GraphValue(Plain):
     dims: list[int | str] = field(default_factory=list)  # a size, or a dynamic axis by name ("batch"; "?": unknown)
     line: Location | None = None  # an output: the line of the user's code that computed it
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphValue:
-        value = _from_dict(cls, data)
-        if isinstance(value.line, dict):
-            value.line = Location.from_dict(value.line)
-        return value
-
 
 @dataclass
 class FixedAxis(Plain):
@@ -280,13 +243,6 @@ class FixedAxis(Plain):
     dim: int
     size: int
     location: Location  # the line that fixed it
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FixedAxis:
-        axis = _from_dict(cls, data)
-        if isinstance(axis.location, dict):
-            axis.location = Location.from_dict(axis.location)
-        return axis
 
 
 @dataclass
@@ -300,16 +256,6 @@ class GraphSummary(Plain):
     outputs: list[GraphValue] = field(default_factory=list)
     fixed_axes: list[FixedAxis] = field(default_factory=list)
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition, when the target has one
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphSummary:
-        summary = _from_dict(cls, data)
-        summary.inputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.inputs]
-        summary.outputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.outputs]
-        summary.fixed_axes = [FixedAxis.from_dict(a) if isinstance(a, dict) else a for a in summary.fixed_axes]
-        if isinstance(summary.shapes_location, dict):
-            summary.shapes_location = Location.from_dict(summary.shapes_location)
-        return summary
 
 
 @dataclass
@@ -327,14 +273,6 @@ class ExportedGraph(Plain):
         if result is None or result.graph is None:
             return None
         return cls(graph=result.graph, lines=result.lines)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExportedGraph:
-        exported = _from_dict(cls, data)
-        if isinstance(exported.graph, dict):
-            exported.graph = GraphSummary.from_dict(exported.graph)
-        exported.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in exported.lines]
-        return exported
 
 
 @dataclass
@@ -388,13 +326,6 @@ class ChangeNotice(Plain):
     message: str
     location: Location | None = None  # None: where the target is defined
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChangeNotice:
-        notice = _from_dict(cls, data)
-        if isinstance(notice.location, dict):
-            notice.location = Location.from_dict(notice.location)
-        return notice
-
 
 @dataclass
 class GraphChange(Plain):
@@ -422,13 +353,6 @@ class GraphChange(Plain):
         if self.values:
             text += "; " + "; ".join(self.values[:2]) + (f"; {len(self.values) - 2} more" if len(self.values) > 2 else "")
         return text
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphChange:
-        change = _from_dict(cls, data)
-        change.lines = [LineChange.from_dict(x) if isinstance(x, dict) else x for x in change.lines]
-        change.notices = [ChangeNotice.from_dict(x) if isinstance(x, dict) else x for x in change.notices]
-        return change
 
 
 @dataclass
@@ -480,24 +404,6 @@ class ExportResult(Plain):
         if self.verification is not None:
             data["verification"] = self.verification.to_dict()
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExportResult:
-        result = _from_dict(cls, data)
-        result.findings = [Finding.from_dict(f) if isinstance(f, dict) else f for f in result.findings]
-        result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
-        result.written = [WrittenFile.from_dict(w) if isinstance(w, dict) else w for w in result.written]
-        if isinstance(result.model_location, dict):
-            result.model_location = Location.from_dict(result.model_location)
-        if isinstance(result.shapes_proposal, dict):
-            result.shapes_proposal = ShapesProposal.from_dict(result.shapes_proposal)
-        if isinstance(result.verification, dict):
-            result.verification = VerificationSummary.from_dict(result.verification)
-        if isinstance(result.graph, dict):
-            result.graph = GraphSummary.from_dict(result.graph)
-        if isinstance(result.cost, dict):
-            result.cost = InferenceCost.from_dict(result.cost)
-        return result
 
     @classmethod
     def failure(cls, target: str, code: str, message: str, *, stage: str = "load",
@@ -587,12 +493,6 @@ class InferenceCost(Plain):
     other_kernels: dict[str, int] = field(default_factory=dict)
     profile: str | None = None  # onnxruntime's profile as it wrote it (JSON: chrome://tracing, Perfetto)
     seconds: float = 0.0  # onnxlens's own work on the profile (reading it, the lines)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InferenceCost:
-        cost = _from_dict(cls, data)
-        cost.lines = [LineCost.from_dict(x) if isinstance(x, dict) else x for x in cost.lines]
-        return cost
 
 
 # -- verification -------------------------------------------------------------------------------
@@ -685,12 +585,6 @@ class MismatchVerdict(Plain):
                 f"agree with torch ({alone}): onnxruntime computes it otherwise inside the whole model "
                 f"(its graph optimizations)")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MismatchVerdict:
-        verdict = _from_dict(cls, data)
-        verdict.inputs = [InputDrift.from_dict(x) if isinstance(x, dict) else x for x in verdict.inputs]
-        return verdict
-
 
 @dataclass
 class FirstMismatch(Plain):
@@ -712,13 +606,6 @@ class FirstMismatch(Plain):
             if data[key] is None:
                 del data[key]
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
-        first = _from_dict(cls, data)
-        if isinstance(first.verdict, dict):
-            first.verdict = MismatchVerdict.from_dict(first.verdict)
-        return first
 
 
 
@@ -768,14 +655,6 @@ class VerificationSummary(Plain):
         if self.first_mismatch is not None:
             data["first_mismatch"] = self.first_mismatch.to_dict()
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VerificationSummary:
-        summary = _from_dict(cls, data)
-        summary.outputs = [OutputComparison.from_dict(o) if isinstance(o, dict) else o for o in summary.outputs]
-        if isinstance(summary.first_mismatch, dict):
-            summary.first_mismatch = FirstMismatch.from_dict(summary.first_mismatch)
-        return summary
 
 
 # -- progress -----------------------------------------------------------------------------------
@@ -840,12 +719,6 @@ class FindingsEvent(Plain):
     preliminary: bool = False
     settled: bool = False
     kind: ClassVar[str] = "findings"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FindingsEvent:
-        event = _from_dict(cls, data)
-        findings = tuple(Finding.from_dict(f) if isinstance(f, dict) else f for f in event.findings)
-        return dataclasses.replace(event, findings=findings)
 
 
 ProgressEvent = Union[StageEvent, LogEvent, FindingsEvent, OutputEvent, CachedEvent]
