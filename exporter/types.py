@@ -19,12 +19,13 @@ from typing import Any, Callable, ClassVar, Union
 
 from onnxlens.exporter.plain import Plain
 
-# Pipeline stages, in order. A finding's `stage` is one of these.
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
 # TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
 VERIFY_INPUTS = ("example", "small")
 
+# The pipeline's stages, in order: the one list of their names (exporter/pipeline/ runs them in
+# this order; verify after the result). A finding's `stage` is one of these.
 STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "save", "verify")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).

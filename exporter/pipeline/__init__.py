@@ -52,7 +52,7 @@ from onnxlens.exporter.pipeline.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals
-from onnxlens.exporter.types import EventSink, ExportedGraph, ExportResult, ProgressEvent, TargetSpec
+from onnxlens.exporter.types import STAGES, EventSink, ExportedGraph, ExportResult, ProgressEvent, TargetSpec
 
 
 class Stage(NamedTuple):
@@ -65,21 +65,21 @@ class Stage(NamedTuple):
     settles: bool = False
 
 
-STAGE_ORDER = (
-    Stage("load", load.run, False),
-    Stage("capture", capture.run, True),
-    Stage("decompose", decompose.run, True),
-    Stage("scan", scan.run, True),
-    Stage("translate", translate.run, True, settles=True),
-    Stage("optimize", optimize.run, True),
-    Stage("check", check.run, False),
-    Stage("save", save.run, False),
-)
-
+# What each stage runs. The stages' names and their order are STAGES's (exporter/types.py): the
+# one list, which the server reads too (it cannot import this package: torch).
+_RUNS: dict[str, Callable[[Job], None]] = {
+    "load": load.run, "capture": capture.run, "decompose": decompose.run, "scan": scan.run,
+    "translate": translate.run, "optimize": optimize.run, "check": check.run, "save": save.run,
+    "verify": verify.run,
+}
+_EXPORTING = {"capture", "decompose", "scan", "translate", "optimize"}
+_SETTLING = "translate"
 # After the result: what only adds warnings to a saved export (`Pipeline.finish`).
-FINISHING_ORDER = (
-    Stage("verify", verify.run, False),
-)
+_FINISHING = ("verify",)
+
+STAGE_ORDER = tuple(Stage(name, _RUNS[name], name in _EXPORTING, settles=name == _SETTLING)
+                    for name in STAGES if name not in _FINISHING)
+FINISHING_ORDER = tuple(Stage(name, _RUNS[name], False) for name in _FINISHING)
 
 # A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
 # capture, decompose, scan, translate and optimize stages in one call (public_export.py); it
