@@ -1,8 +1,10 @@
-"""Plain data shared by the export worker and the server.
-
-Everything here is a dataclass of str/int/float/bool/list/dict, so it crosses the msgpack pipe
-between the processes as a dict (`to_dict` / `from_dict`). No torch, no pygls: the server
-imports this module, and so does the worker.
+"""What crosses the pipe between the server and the export worker: a job's `TargetSpec` in, its
+`ExportResult` out (findings, lines, graph, verification, cost), and the previous
+`ExportedGraph` a job's report compares with. Each is plain data (exporter/plain.py): a
+dataclass of str/int/float/bool/list/dict that crosses as a dict (`to_dict` / `from_dict`). No
+torch, no pygls: the server imports this module, and so does the worker. The progress events
+are in exporter/events.py, what only the server keeps in server/events.py, what the editor is
+shown in server/lsp/status.py.
 
 Conventions (the contracts in docs/: diagnostics.md, cli.md):
 * paths are absolute in the data; the CLI makes them workspace-relative when it prints them;
@@ -15,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Union
+from typing import Any
 
 from onnxlens.exporter.plain import Plain
 
@@ -274,86 +276,6 @@ class ExportedGraph(Plain):
         if result is None or result.graph is None:
             return None
         return cls(graph=result.graph, lines=result.lines)
-
-
-@dataclass
-class LineChange(Plain):
-    """A line whose ONNX nodes changed since the last export (lines are matched by their text)."""
-
-    file: str
-    line: int  # in the newer export; for a line that is gone, in the older
-    code: str
-    added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
-    removed: dict[str, int] = field(default_factory=dict)
-    weight_bytes: int = 0  # its initializers' bytes, the newer export's minus the older's
-    new: bool = False  # its text is new since the last export (added, or edited)
-    gone: bool = False  # the line makes no nodes any more (edited away, or deleted)
-
-    def describe(self) -> str:
-        """"+1 node (LayerNormalization), initializers read +2,048 B", "+2 nodes (Mul, Add), -1 node
-        (Div)". The bytes are those the line reads, shared ones included: the model's own size
-        may not change (the exporter keeps one copy of equal initializers)."""
-        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.added), ("-", self.removed)) if ops]
-        if self.weight_bytes:
-            parts.append(f"initializers read {signed_bytes(self.weight_bytes)}")
-        return ", ".join(parts)
-
-
-def describe_ops(sign: str, ops: dict[str, int], shown: int = 4) -> str:
-    """"+3 nodes (Mul ×2, Sqrt)": a count of nodes and their op types, the most frequent first."""
-    total = sum(ops.values())
-    ranked = sorted(ops.items(), key=lambda item: (-item[1], item[0]))
-    names = [f"{op} ×{count}" if count > 1 else op for op, count in ranked[:shown]]
-    if len(ranked) > shown:
-        names.append(f"+{len(ranked) - shown} more")
-    return f"{sign}{total} node{'s' if total != 1 else ''} ({', '.join(names)})"
-
-
-def signed_bytes(count: int) -> str:
-    """"+0 B", "+2,048 B", "-1.5 MiB": exact below 10 KiB."""
-    sign = "-" if count < 0 else "+"
-    size = abs(count)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= 10 * scale or (unit != "KiB" and size >= scale):
-            return f"{sign}{size / scale:.1f} {unit}"
-    return f"{sign}{size:,} B"
-
-
-@dataclass
-class ChangeNotice(Plain):
-    """A change of the graph the user may not have meant (an axis that became static, a dtype
-    that changed, a jump in size): an Information diagnostic on the line responsible."""
-
-    message: str
-    location: Location | None = None  # None: where the target is defined
-
-
-@dataclass
-class GraphChange(Plain):
-    """One export's graph against the previous one of the same target (exporter/graph_change.py)."""
-
-    ops_added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
-    ops_removed: dict[str, int] = field(default_factory=dict)
-    initializer_bytes: int = 0  # the newer export's minus the older's
-    initializer_bytes_before: int = 0
-    values: list[str] = field(default_factory=list)  # inputs and outputs that changed, described
-    lines: list[LineChange] = field(default_factory=list)
-    notices: list[ChangeNotice] = field(default_factory=list)
-
-    @property
-    def unchanged(self) -> bool:
-        return not (self.ops_added or self.ops_removed or self.initializer_bytes or self.values or self.lines)
-
-    def describe(self) -> str:
-        """One line: "+3 nodes (Mul, Add, Sqrt), +0 B", the changed inputs and outputs after it."""
-        if self.unchanged:
-            return "graph unchanged"
-        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.ops_added), ("-", self.ops_removed)) if ops]
-        parts.append(signed_bytes(self.initializer_bytes))
-        text = ", ".join(parts)
-        if self.values:
-            text += "; " + "; ".join(self.values[:2]) + (f"; {len(self.values) - 2} more" if len(self.values) > 2 else "")
-        return text
 
 
 @dataclass
@@ -656,140 +578,3 @@ class VerificationSummary(Plain):
         if self.first_mismatch is not None:
             data["first_mismatch"] = self.first_mismatch.to_dict()
         return data
-
-
-# -- progress -----------------------------------------------------------------------------------
-# What a running export reports before its result: the pipeline's stages and log lines, findings
-# known before the result, the user code's own output, and the service's "answered from the
-# cache". On the pipe they are dicts {"event": KIND, ...}; everything past the worker client
-# (server/worker.py) sees these types only.
-
-@dataclass(frozen=True)
-class StageEvent(Plain):
-    stage: str  # one of STAGES
-    state: str  # "begin" | "end"
-    seconds: float = 0.0  # the stage's duration, on "end"
-    kind: ClassVar[str] = "stage"
-
-
-@dataclass(frozen=True)
-class LogEvent(Plain):
-    """A note from the pipeline for the server's log (e.g. "draft_export could not ...")."""
-
-    text: str
-    kind: ClassVar[str] = "log"
-
-
-@dataclass(frozen=True)
-class OutputEvent(Plain):
-    """Text the user's code printed while it ran in the export process."""
-
-    text: str
-    kind: ClassVar[str] = "output"
-
-
-@dataclass(frozen=True)
-class CachedEvent(Plain):
-    """The service answered from the result cache: no job runs."""
-
-    target: str
-    kind: ClassVar[str] = "cached"
-
-
-@dataclass(frozen=True)
-class FindingsEvent(Plain):
-    """Findings of one stage, sent before the export's result so that editors show them while
-    the export goes on.
-
-    `preliminary`: sent while an earlier stage still runs, as far as they are known then (the
-    `unsupported-op` findings of the scan, from the ops capture has traced so far); the stage
-    itself decides. Otherwise: the stage has ended, the export goes on, and these are its
-    findings (a stage that ends the export sends none: its result follows at once). Each event
-    holds all the findings of `stage` known at that point and replaces the stage's earlier
-    event: a stage that ends with none after preliminary ones sends an empty event. The
-    result's findings replace every event's. Older servers ignore the event (an unknown kind).
-
-    `settled`: every stage up to `stage` has ended (sent, even when empty, once translation
-    ends): their findings in this export are final, and the previous result's findings of those
-    stages no longer hold. Stock `torch.onnx.export` raises only in these stages, so the editor
-    shows the export's errors now; check, verify and save may still add theirs.
-    """
-
-    stage: str  # the stage whose findings these are (one of STAGES)
-    findings: tuple[Finding, ...] = ()
-    preliminary: bool = False
-    settled: bool = False
-    kind: ClassVar[str] = "findings"
-
-
-ProgressEvent = Union[StageEvent, LogEvent, FindingsEvent, OutputEvent, CachedEvent]
-# Where a running export's events go (the pipeline's `on_event`).
-EventSink = Callable[[ProgressEvent], None]
-_EVENT_TYPES: dict[str, type[Plain]] = {cls.kind: cls for cls in (StageEvent, LogEvent, FindingsEvent, OutputEvent,
-                                                                   CachedEvent)}
-
-
-def event_to_dict(event: ProgressEvent) -> dict[str, Any]:
-    return {"event": event.kind, **event.to_dict()}
-
-
-def event_from_dict(data: Any) -> ProgressEvent | None:
-    """The typed event of a wire dict; None for anything unknown (a newer worker's event)."""
-    if not isinstance(data, dict):
-        return None
-    cls = _EVENT_TYPES.get(data.get("event"))
-    if cls is None:
-        return None
-    try:
-        return cls.from_dict(data)
-    except (TypeError, AttributeError):  # a required field is missing, or one of the wrong shape
-        return None
-
-
-# -- the end of an export, for editors ----------------------------------------------------------
-
-@dataclass(frozen=True)
-class ExportStatus(Plain):
-    """What an editor shows about one target's export (the `onnxlens/exportStatus` notification:
-    the VS Code status bar reads these fields instead of parsing the progress text)."""
-
-    target: str
-    state: str  # "exporting" | "ok" | "failed" | "cancelled"
-    stage: str | None = None  # while exporting: the running stage
-    seconds: float | None = None  # when finished: the export's duration
-    node_count: int | None = None
-    problems: int = 0  # error findings
-    warnings: int = 0  # warning findings (a `mismatch`, say)
-    cached: bool = False
-    verified: bool | None = None  # None: not verified
-    verifying: bool = False  # the export is saved and shown; its verification still runs
-    summary: str = ""  # the one-line text shown at the end of the progress and in the log
-    # The graph's change since the target's previous export that had one ("+3 nodes (Mul, Add,
-    # Sqrt), +0 B", "graph unchanged"); None: nothing to compare with.
-    change: str | None = None
-
-    @classmethod
-    def of_result(cls, result: ExportResult, change: GraphChange | None = None, *,
-                  verifying: bool = False) -> ExportStatus:
-        """The finished state of an export (ok, or failed with its problem count), and what its
-        graph changed (`change`: against the previous export, when there is one); `verifying`:
-        a saved export shown before its verification ends (a second status follows)."""
-        errors = sum(1 for f in result.findings if f.severity == "error")
-        warnings = sum(1 for f in result.findings if f.severity == "warning")
-        verified = result.verification.passed if result.verification is not None else None
-        if result.status == "ok":
-            nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
-            summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
-                " (cached)" if result.cached else "")
-        else:
-            problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
-        described = change.describe() if change is not None else None
-        if change is not None and not change.unchanged:
-            summary += f"; {described}"
-        if verifying:
-            summary += "; verifying"
-        return cls(target=result.target, state=result.status, seconds=result.seconds,
-                   node_count=result.node_count, problems=errors, warnings=warnings,
-                   cached=result.cached, verified=verified, verifying=verifying, summary=summary,
-                   change=described)

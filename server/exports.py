@@ -20,11 +20,12 @@ import time
 from collections.abc import Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec, VerificationSummary
+from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
 from onnxlens.server.cache import ResultCache, forget_verification
-from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
+from onnxlens.server.events import CachedEvent, EventSink
+from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
 

@@ -20,9 +20,10 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
 from onnxlens.exporter import frames
+from onnxlens.exporter.events import event_from_dict
 from onnxlens.exporter.frames import hello_problem, pack_payload, unpack_payload
+from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
 from onnxlens.exporter.protocol import (
     PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
@@ -31,11 +32,11 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame_async,
 )
-from onnxlens.exporter.types import ExportedGraph, ExportResult, OutputEvent, ProgressEvent, TargetSpec, event_from_dict
+from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
+from onnxlens.server.events import EventSink, OutputEvent, ProgressEvent
 
 log = logging.getLogger("onnxlens.worker")
 
-EventSink = Callable[[ProgressEvent], None]
 # A saved export's result, sent before its verification ends (the zygote's `result` message
 # with `completes`): the caller may show it while `run` waits for the completed result.
 ResultSink = Callable[[ExportResult], None]
@@ -121,7 +122,7 @@ class Worker:
         self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
-        # The adapter of torch's internals the zygote uses: {"name", "fallback"} (protocol.py).
+        # The adapter of torch's internals the zygote uses: {"name", "fallback"} (frames.Ready).
         self.adapter: dict[str, str | None] = {}
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)

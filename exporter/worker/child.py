@@ -41,8 +41,8 @@ from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
 from onnxlens.exporter import frames
 from onnxlens.exporter.frames import pack_payload, unpack_payload
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
-from onnxlens.exporter.types import (ExportedGraph, ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec,
-                                     event_to_dict)
+from onnxlens.exporter.events import PipelineEvent, StageEvent, event_to_dict
+from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, TargetSpec
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
 from onnxlens.exporter.worker.preload import library_modules
 
@@ -227,7 +227,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float,
     the pipeline did not get as far as returning one)."""
     workspace = Workspace.of(spec)
 
-    def on_event(event: ProgressEvent) -> None:
+    def on_event(event: PipelineEvent) -> None:
         # The zygote reads the stage an event names (a stage event's, a findings event's) and a
         # stage event's state; the event itself only the server reads.
         write_frame(events_fd, frames.ChildEvent(event=pack_payload(event_to_dict(event)),

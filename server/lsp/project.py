@@ -14,8 +14,9 @@ from pathlib import Path
 
 from onnxlens.exporter import references
 from onnxlens.exporter.graph_change import graph_change
-from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
-                                     TargetSpec)
+from onnxlens.exporter.events import FindingsEvent
+from onnxlens.exporter.graph_change import GraphChange
+from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, Finding, Location, TargetSpec
 from onnxlens.server.config import Workspace, load_workspace
 
 # Directories whose changes never concern an export: VCS data, virtual environments, caches.

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from onnxlens.exporter.types import StageEvent
+from onnxlens.exporter.events import StageEvent
 from onnxlens.server.exports import ExportService
 from tests.support.workspace import REPO
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model

@@ -19,8 +19,8 @@ from onnxlens.exporter.protocol import (
     read_frame_async,
     write_frame,
 )
-from onnxlens.exporter.types import (ExportResult, Finding, FindingsEvent, Location, Related, StageEvent, TargetSpec,
-                                     event_from_dict, event_to_dict)
+from onnxlens.exporter.events import FindingsEvent, StageEvent, event_from_dict, event_to_dict
+from onnxlens.exporter.types import ExportResult, Finding, Location, Related, TargetSpec
 
 SPEC = TargetSpec(name="mlp", root="/w", model="mlp.py:MLP", inputs="mlp.py:inputs", output="/w/mlp.onnx",
                   report="/w/mlp.md", timeout=1.5)
