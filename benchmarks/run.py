@@ -112,7 +112,7 @@ async def _timed_export(service: ExportService, spec: TargetSpec) -> tuple[float
     assert result.status == "ok", result.findings
     while service.worker.exit_count == exits:  # the child's `exited` follows the result
         await asyncio.sleep(0.005)
-    return seconds, service.worker.recent_exits[-1]["cpu_seconds"]
+    return seconds, service.worker.recent_exits[-1].cpu_seconds
 
 
 async def _peak_child_uss(service: ExportService, spec: TargetSpec) -> int:

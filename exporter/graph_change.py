@@ -17,9 +17,90 @@ import dataclasses
 import difflib
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
-from onnxlens.exporter.types import (ChangeNotice, ExportedGraph, GraphChange, GraphValue, LineChange, LineInfo,
-                                     Location, signed_bytes)
+from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.types import ExportedGraph, GraphValue, LineInfo, Location
+
+@dataclass
+class LineChange(Plain):
+    """A line whose ONNX nodes changed since the last export (lines are matched by their text)."""
+
+    file: str
+    line: int  # in the newer export; for a line that is gone, in the older
+    code: str
+    added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
+    removed: dict[str, int] = field(default_factory=dict)
+    weight_bytes: int = 0  # its initializers' bytes, the newer export's minus the older's
+    new: bool = False  # its text is new since the last export (added, or edited)
+    gone: bool = False  # the line makes no nodes any more (edited away, or deleted)
+
+    def describe(self) -> str:
+        """"+1 node (LayerNormalization), initializers read +2,048 B", "+2 nodes (Mul, Add), -1 node
+        (Div)". The bytes are those the line reads, shared ones included: the model's own size
+        may not change (the exporter keeps one copy of equal initializers)."""
+        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.added), ("-", self.removed)) if ops]
+        if self.weight_bytes:
+            parts.append(f"initializers read {signed_bytes(self.weight_bytes)}")
+        return ", ".join(parts)
+
+
+def describe_ops(sign: str, ops: dict[str, int], shown: int = 4) -> str:
+    """"+3 nodes (Mul ×2, Sqrt)": a count of nodes and their op types, the most frequent first."""
+    total = sum(ops.values())
+    ranked = sorted(ops.items(), key=lambda item: (-item[1], item[0]))
+    names = [f"{op} ×{count}" if count > 1 else op for op, count in ranked[:shown]]
+    if len(ranked) > shown:
+        names.append(f"+{len(ranked) - shown} more")
+    return f"{sign}{total} node{'s' if total != 1 else ''} ({', '.join(names)})"
+
+
+def signed_bytes(count: int) -> str:
+    """"+0 B", "+2,048 B", "-1.5 MiB": exact below 10 KiB."""
+    sign = "-" if count < 0 else "+"
+    size = abs(count)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= 10 * scale or (unit != "KiB" and size >= scale):
+            return f"{sign}{size / scale:.1f} {unit}"
+    return f"{sign}{size:,} B"
+
+
+@dataclass
+class ChangeNotice(Plain):
+    """A change of the graph the user may not have meant (an axis that became static, a dtype
+    that changed, a jump in size): an Information diagnostic on the line responsible."""
+
+    message: str
+    location: Location | None = None  # None: where the target is defined
+
+
+@dataclass
+class GraphChange(Plain):
+    """One export's graph against the previous one of the same target (exporter/graph_change.py)."""
+
+    ops_added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
+    ops_removed: dict[str, int] = field(default_factory=dict)
+    initializer_bytes: int = 0  # the newer export's minus the older's
+    initializer_bytes_before: int = 0
+    values: list[str] = field(default_factory=list)  # inputs and outputs that changed, described
+    lines: list[LineChange] = field(default_factory=list)
+    notices: list[ChangeNotice] = field(default_factory=list)
+
+    @property
+    def unchanged(self) -> bool:
+        return not (self.ops_added or self.ops_removed or self.initializer_bytes or self.values or self.lines)
+
+    def describe(self) -> str:
+        """One line: "+3 nodes (Mul, Add, Sqrt), +0 B", the changed inputs and outputs after it."""
+        if self.unchanged:
+            return "graph unchanged"
+        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.ops_added), ("-", self.ops_removed)) if ops]
+        parts.append(signed_bytes(self.initializer_bytes))
+        text = ", ".join(parts)
+        if self.values:
+            text += "; " + "; ".join(self.values[:2]) + (f"; {len(self.values) - 2} more" if len(self.values) > 2 else "")
+        return text
+
 
 # A change of the weights' size the user may not have meant: at least this share of the
 # previous size, and at least this many bytes.

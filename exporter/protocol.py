@@ -1,50 +1,8 @@
-"""The wire protocol between the server and the export worker (the zygote): msgpack frames.
-
-A frame is a 4-byte big-endian length followed by that many bytes of msgpack, encoding one
-message: a dict with a "type" key. Torch-free: the server imports this module.
-
-Zygote -> server:
-    hello    {protocol, pid, python}                     first frame, before torch is imported
-    ready    {versions, seconds, adapter}                torch imported, pipeline warmed up; adapter:
-                                                         {name, fallback}: the adapter of torch's
-                                                         internals in use (torch_internals/), why the
-                                                         public path runs although one was chosen
-    fatal    {message}                                   the zygote cannot serve (then it exits)
-    started  {id, pid}                                   a child was forked for job `id` (or the
-                                                         spare forked ahead took it)
-    event    {id, event}                                 a progress event of the pipeline
-    log      {id, text}                                  output the user's code printed
-    result   {id, result | None, cancelled, completes}   the job's ExportResult dict (one per job);
-                                                         completes: a saved export, verified next
-    completed {id, result | None, reason}                after a `result` that `completes`: the
-                                                         verified result, or None when the child
-                                                         ended first (`reason` says how)
-    exited   {id, status, cpu_seconds, max_rss_kb}       the child was reaped: always a job's last frame
-    preloaded {modules, seconds}                         library modules jobs used are now in the zygote
-    retire   {reason, deny}                              preloading `deny` started a thread: the zygote
-                                                         is no longer safe to fork; start a new one
-                                                         (with `deny` in PRELOAD_DENY_VARIABLE) and
-                                                         close this one's stdin once its jobs are done
-
-Server -> zygote:
-    job      {id, spec, options, previous?}              spec: TargetSpec dict; options: {threads};
-                                                         previous: the target's previous ExportedGraph
-                                                         dict, for the report's change section
-    cancel   {id}                                        kill the job's child (and its process group)
-    shutdown {}                                          kill every child and exit
-
-Child -> zygote (a pipe per child; the zygote relays):
-    event    {event}
-    result   {result, imports, completes}                imports: library modules the job loaded
-    completed {result}                                   the verified result (after `completes`)
-    closure  {files}                                     the workspace files imported so far
-
-Zygote -> spare (a socket; a spare is a child forked ahead of its job):
-    job      {id, spec, options}                         the job's message, with the target's kept
-                                                         random fills' descriptor (SCM_RIGHTS)
-Spare -> zygote: the byte b"R" once it is warm.
-
-Closing the zygote's stdin is the same as `shutdown`: a zygote whose server died exits.
+"""The framing of the worker protocol between the server, the export worker (the zygote) and its
+children: a frame is a 4-byte big-endian length followed by that many bytes of msgpack, encoding
+one message, a map with a "type" key. The messages themselves, and which arrive on which
+channel, are the frames of exporter/frames.py (the contract; docs/process-model.md lists them).
+Torch-free: the server imports this module.
 """
 
 from __future__ import annotations
@@ -56,8 +14,8 @@ from typing import Any
 
 import msgpack
 
-# Bump on any incompatible change to the frames or messages above.
-PROTOCOL_VERSION = 1
+# Bump on any incompatible change to the framing or to the frames (exporter/frames.py).
+PROTOCOL_VERSION = 2
 
 # Thread-pool sizes the client forces to 1 in the zygote's environment (an OpenMP pool does not
 # survive fork). The user's own values of these, and of what exporter/launch.py sets
@@ -84,21 +42,23 @@ SPARE_NAMES = (WARMING_NAME, SPARE_NAME)
 _HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 1 << 30  # a length beyond this means the stream is not ours (or is corrupt)
 
-Message = dict[str, Any]
-
 
 class ProtocolError(Exception):
     """The peer sent something that is not a frame of this protocol."""
 
 
-def pack(message: Message) -> bytes:
-    # default=str: an odd value inside a progress event (a Path, a torch dtype) must not break
-    # the stream; it arrives as its text.
-    body = msgpack.packb(message, use_bin_type=True, default=str)
+def framed(message: dict[str, Any]) -> bytes:
+    """The frame of one message: its length, then its msgpack."""
+    return frame_of(msgpack.packb(message, use_bin_type=True))
+
+
+def frame_of(body: bytes) -> bytes:
+    """The frame of a body read from a stream, to pass it on as it came."""
     return _HEADER.pack(len(body)) + body
 
 
-def _unpack_body(body: bytes) -> Message:
+def unpack(body: bytes) -> dict[str, Any]:
+    """The message of a frame's body."""
     try:
         message = msgpack.unpackb(body, raw=False, strict_map_key=False)
     except Exception as error:  # msgpack raises several unrelated types for garbage
@@ -115,48 +75,35 @@ def _frame_length(header: bytes) -> int:
     return length
 
 
-def hello_problem(message: Message) -> str | None:
-    """Why a hello frame is unacceptable (a clear sentence for the user), or None if it is fine."""
-    if message.get("type") != "hello":
-        return f"the export worker sent {message.get('type')!r} instead of a hello"
-    version = message.get("protocol")
-    if version != PROTOCOL_VERSION:
-        return (
-            f"the export worker speaks protocol version {version}, this server speaks "
-            f"{PROTOCOL_VERSION}: the interpreter {message.get('python')} has a different onnxlens "
-            "version installed; install the same onnxlens version in both environments"
-        )
-    return None
-
-
 # ---- the zygote's side: plain blocking file descriptors ------------------------------------
 
 
-def write_frame(fd: int, message: Message) -> None:
-    """Write one whole frame to `fd` (blocking)."""
-    view = memoryview(pack(message))
+def write_frame(fd: int, data: bytes) -> None:
+    """Write one whole frame (an encoded frame's bytes) to `fd` (blocking)."""
+    view = memoryview(data)
     while view:
         written = os.write(fd, view)
         view = view[written:]
 
 
 class FrameReader:
-    """Incremental decoder for a non-blocking stream: feed it bytes, get whole messages."""
+    """Incremental reader of a non-blocking stream: feed it bytes, get the bodies of whole frames
+    (a channel of exporter/frames.py decodes them)."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()
 
-    def feed(self, data: bytes) -> list[Message]:
+    def feed(self, data: bytes) -> list[bytes]:
         self._buffer += data
-        messages = []
+        bodies = []
         while len(self._buffer) >= _HEADER.size:
             length = _frame_length(bytes(self._buffer[: _HEADER.size]))
             end = _HEADER.size + length
             if len(self._buffer) < end:
                 break
-            messages.append(_unpack_body(bytes(self._buffer[_HEADER.size:end])))
+            bodies.append(bytes(self._buffer[_HEADER.size:end]))
             del self._buffer[:end]
-        return messages
+        return bodies
 
     @property
     def pending(self) -> int:
@@ -167,8 +114,8 @@ class FrameReader:
 # ---- the server's side: asyncio streams ----------------------------------------------------
 
 
-async def read_frame_async(reader: asyncio.StreamReader) -> Message | None:
-    """The next message, or None at a clean end of stream (EOF between frames)."""
+async def read_frame_async(reader: asyncio.StreamReader) -> bytes | None:
+    """The next frame's body, or None at a clean end of stream (EOF between frames)."""
     try:
         header = await reader.readexactly(_HEADER.size)
     except asyncio.IncompleteReadError as error:
@@ -179,9 +126,10 @@ async def read_frame_async(reader: asyncio.StreamReader) -> Message | None:
         body = await reader.readexactly(_frame_length(header))
     except asyncio.IncompleteReadError:
         raise ProtocolError("stream ended inside a frame") from None
-    return _unpack_body(body)
+    return body
 
 
-def write_frame_async(writer: asyncio.StreamWriter, message: Message) -> None:
-    """Queue one frame on an asyncio writer (await writer.drain() to apply back-pressure)."""
-    writer.write(pack(message))
+def write_frame_async(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """Queue one frame (an encoded frame's bytes) on an asyncio writer (await writer.drain() to
+    apply back-pressure)."""
+    writer.write(data)

@@ -1,8 +1,10 @@
-"""Plain data shared by the export worker and the server.
-
-Everything here is a dataclass of str/int/float/bool/list/dict, so it crosses the msgpack pipe
-between the processes as a dict (`to_dict` / `from_dict`). No torch, no pygls: the server
-imports this module, and so does the worker.
+"""What crosses the pipe between the server and the export worker: a job's `TargetSpec` in, its
+`ExportResult` out (findings, lines, graph, verification, cost), and the previous
+`ExportedGraph` a job's report compares with. Each is plain data (exporter/plain.py): a
+dataclass of str/int/float/bool/list/dict that crosses as a dict (`to_dict` / `from_dict`). No
+torch, no pygls: the server imports this module, and so does the worker. The progress events
+are in exporter/events.py, what only the server keeps in server/events.py, what the editor is
+shown in server/lsp/status.py.
 
 Conventions (the contracts in docs/: diagnostics.md, cli.md):
 * paths are absolute in the data; the CLI makes them workspace-relative when it prints them;
@@ -15,14 +17,17 @@ from __future__ import annotations
 import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Union
+from typing import Any
 
-# Pipeline stages, in order. A finding's `stage` is one of these.
+from onnxlens.exporter.plain import Plain
+
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
 # TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
 VERIFY_INPUTS = ("example", "small")
 
+# The pipeline's stages, in order: the one list of their names (exporter/pipeline/ runs them in
+# this order; verify after the result). A finding's `stage` is one of these.
 STAGES = ("load", "capture", "decompose", "scan", "translate", "optimize", "check", "save", "verify")
 
 # Diagnostic code -> default severity (docs/diagnostics.md).
@@ -45,25 +50,6 @@ CODES: dict[str, str] = {
     "crash": "error",
     "output": "error",
 }
-
-
-def _from_dict(cls, data: dict[str, Any]):
-    """Build a dataclass from a dict, ignoring keys it does not know (forward compatibility)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
-
-
-class Plain:
-    """Plain data: crosses the msgpack pipe and the JSON output as a dict (`to_dict`), and is
-    rebuilt from one ignoring keys it does not know (`from_dict`, forward compatible). Classes
-    with nested dataclasses or optional keys override them."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Any:
-        return _from_dict(cls, data)
 
 
 @dataclass
@@ -161,19 +147,6 @@ class Finding(Plain):
         if not self.severity:
             self.severity = CODES.get(self.code, "error")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Finding:
-        finding = _from_dict(cls, data)
-        if isinstance(finding.location, dict):
-            finding.location = Location.from_dict(finding.location)
-        finding.related = [Related.from_dict(r) if isinstance(r, dict) else r for r in finding.related]
-        finding.fixes = [Fix.from_dict(f) if isinstance(f, dict) else f for f in finding.fixes]
-        finding.translation_stubs = [TranslationStub.from_dict(s) if isinstance(s, dict) else s
-                                     for s in finding.translation_stubs]
-        finding.decomposition_offers = [DecompositionOffer.from_dict(o) if isinstance(o, dict) else o
-                                        for o in finding.decomposition_offers]
-        return finding
-
 
 @dataclass
 class TargetSpec(Plain):
@@ -264,13 +237,6 @@ class GraphValue(Plain):
     dims: list[int | str] = field(default_factory=list)  # a size, or a dynamic axis by name ("batch"; "?": unknown)
     line: Location | None = None  # an output: the line of the user's code that computed it
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphValue:
-        value = _from_dict(cls, data)
-        if isinstance(value.line, dict):
-            value.line = Location.from_dict(value.line)
-        return value
-
 
 @dataclass
 class FixedAxis(Plain):
@@ -280,13 +246,6 @@ class FixedAxis(Plain):
     dim: int
     size: int
     location: Location  # the line that fixed it
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FixedAxis:
-        axis = _from_dict(cls, data)
-        if isinstance(axis.location, dict):
-            axis.location = Location.from_dict(axis.location)
-        return axis
 
 
 @dataclass
@@ -300,16 +259,6 @@ class GraphSummary(Plain):
     outputs: list[GraphValue] = field(default_factory=list)
     fixed_axes: list[FixedAxis] = field(default_factory=list)
     shapes_location: Location | None = None  # the dynamic-shapes factory's definition, when the target has one
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphSummary:
-        summary = _from_dict(cls, data)
-        summary.inputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.inputs]
-        summary.outputs = [GraphValue.from_dict(v) if isinstance(v, dict) else v for v in summary.outputs]
-        summary.fixed_axes = [FixedAxis.from_dict(a) if isinstance(a, dict) else a for a in summary.fixed_axes]
-        if isinstance(summary.shapes_location, dict):
-            summary.shapes_location = Location.from_dict(summary.shapes_location)
-        return summary
 
 
 @dataclass
@@ -327,108 +276,6 @@ class ExportedGraph(Plain):
         if result is None or result.graph is None:
             return None
         return cls(graph=result.graph, lines=result.lines)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExportedGraph:
-        exported = _from_dict(cls, data)
-        if isinstance(exported.graph, dict):
-            exported.graph = GraphSummary.from_dict(exported.graph)
-        exported.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in exported.lines]
-        return exported
-
-
-@dataclass
-class LineChange(Plain):
-    """A line whose ONNX nodes changed since the last export (lines are matched by their text)."""
-
-    file: str
-    line: int  # in the newer export; for a line that is gone, in the older
-    code: str
-    added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
-    removed: dict[str, int] = field(default_factory=dict)
-    weight_bytes: int = 0  # its initializers' bytes, the newer export's minus the older's
-    new: bool = False  # its text is new since the last export (added, or edited)
-    gone: bool = False  # the line makes no nodes any more (edited away, or deleted)
-
-    def describe(self) -> str:
-        """"+1 node (LayerNormalization), initializers read +2,048 B", "+2 nodes (Mul, Add), -1 node
-        (Div)". The bytes are those the line reads, shared ones included: the model's own size
-        may not change (the exporter keeps one copy of equal initializers)."""
-        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.added), ("-", self.removed)) if ops]
-        if self.weight_bytes:
-            parts.append(f"initializers read {signed_bytes(self.weight_bytes)}")
-        return ", ".join(parts)
-
-
-def describe_ops(sign: str, ops: dict[str, int], shown: int = 4) -> str:
-    """"+3 nodes (Mul ×2, Sqrt)": a count of nodes and their op types, the most frequent first."""
-    total = sum(ops.values())
-    ranked = sorted(ops.items(), key=lambda item: (-item[1], item[0]))
-    names = [f"{op} ×{count}" if count > 1 else op for op, count in ranked[:shown]]
-    if len(ranked) > shown:
-        names.append(f"+{len(ranked) - shown} more")
-    return f"{sign}{total} node{'s' if total != 1 else ''} ({', '.join(names)})"
-
-
-def signed_bytes(count: int) -> str:
-    """"+0 B", "+2,048 B", "-1.5 MiB": exact below 10 KiB."""
-    sign = "-" if count < 0 else "+"
-    size = abs(count)
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= 10 * scale or (unit != "KiB" and size >= scale):
-            return f"{sign}{size / scale:.1f} {unit}"
-    return f"{sign}{size:,} B"
-
-
-@dataclass
-class ChangeNotice(Plain):
-    """A change of the graph the user may not have meant (an axis that became static, a dtype
-    that changed, a jump in size): an Information diagnostic on the line responsible."""
-
-    message: str
-    location: Location | None = None  # None: where the target is defined
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ChangeNotice:
-        notice = _from_dict(cls, data)
-        if isinstance(notice.location, dict):
-            notice.location = Location.from_dict(notice.location)
-        return notice
-
-
-@dataclass
-class GraphChange(Plain):
-    """One export's graph against the previous one of the same target (exporter/graph_change.py)."""
-
-    ops_added: dict[str, int] = field(default_factory=dict)  # ONNX op type -> nodes added
-    ops_removed: dict[str, int] = field(default_factory=dict)
-    initializer_bytes: int = 0  # the newer export's minus the older's
-    initializer_bytes_before: int = 0
-    values: list[str] = field(default_factory=list)  # inputs and outputs that changed, described
-    lines: list[LineChange] = field(default_factory=list)
-    notices: list[ChangeNotice] = field(default_factory=list)
-
-    @property
-    def unchanged(self) -> bool:
-        return not (self.ops_added or self.ops_removed or self.initializer_bytes or self.values or self.lines)
-
-    def describe(self) -> str:
-        """One line: "+3 nodes (Mul, Add, Sqrt), +0 B", the changed inputs and outputs after it."""
-        if self.unchanged:
-            return "graph unchanged"
-        parts = [describe_ops(sign, ops) for sign, ops in (("+", self.ops_added), ("-", self.ops_removed)) if ops]
-        parts.append(signed_bytes(self.initializer_bytes))
-        text = ", ".join(parts)
-        if self.values:
-            text += "; " + "; ".join(self.values[:2]) + (f"; {len(self.values) - 2} more" if len(self.values) > 2 else "")
-        return text
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GraphChange:
-        change = _from_dict(cls, data)
-        change.lines = [LineChange.from_dict(x) if isinstance(x, dict) else x for x in change.lines]
-        change.notices = [ChangeNotice.from_dict(x) if isinstance(x, dict) else x for x in change.notices]
-        return change
 
 
 @dataclass
@@ -480,24 +327,6 @@ class ExportResult(Plain):
         if self.verification is not None:
             data["verification"] = self.verification.to_dict()
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ExportResult:
-        result = _from_dict(cls, data)
-        result.findings = [Finding.from_dict(f) if isinstance(f, dict) else f for f in result.findings]
-        result.lines = [LineInfo.from_dict(x) if isinstance(x, dict) else x for x in result.lines]
-        result.written = [WrittenFile.from_dict(w) if isinstance(w, dict) else w for w in result.written]
-        if isinstance(result.model_location, dict):
-            result.model_location = Location.from_dict(result.model_location)
-        if isinstance(result.shapes_proposal, dict):
-            result.shapes_proposal = ShapesProposal.from_dict(result.shapes_proposal)
-        if isinstance(result.verification, dict):
-            result.verification = VerificationSummary.from_dict(result.verification)
-        if isinstance(result.graph, dict):
-            result.graph = GraphSummary.from_dict(result.graph)
-        if isinstance(result.cost, dict):
-            result.cost = InferenceCost.from_dict(result.cost)
-        return result
 
     @classmethod
     def failure(cls, target: str, code: str, message: str, *, stage: str = "load",
@@ -587,12 +416,6 @@ class InferenceCost(Plain):
     other_kernels: dict[str, int] = field(default_factory=dict)
     profile: str | None = None  # onnxruntime's profile as it wrote it (JSON: chrome://tracing, Perfetto)
     seconds: float = 0.0  # onnxlens's own work on the profile (reading it, the lines)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> InferenceCost:
-        cost = _from_dict(cls, data)
-        cost.lines = [LineCost.from_dict(x) if isinstance(x, dict) else x for x in cost.lines]
-        return cost
 
 
 # -- verification -------------------------------------------------------------------------------
@@ -685,12 +508,6 @@ class MismatchVerdict(Plain):
                 f"agree with torch ({alone}): onnxruntime computes it otherwise inside the whole model "
                 f"(its graph optimizations)")
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> MismatchVerdict:
-        verdict = _from_dict(cls, data)
-        verdict.inputs = [InputDrift.from_dict(x) if isinstance(x, dict) else x for x in verdict.inputs]
-        return verdict
-
 
 @dataclass
 class FirstMismatch(Plain):
@@ -712,13 +529,6 @@ class FirstMismatch(Plain):
             if data[key] is None:
                 del data[key]
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FirstMismatch:
-        first = _from_dict(cls, data)
-        if isinstance(first.verdict, dict):
-            first.verdict = MismatchVerdict.from_dict(first.verdict)
-        return first
 
 
 
@@ -768,154 +578,3 @@ class VerificationSummary(Plain):
         if self.first_mismatch is not None:
             data["first_mismatch"] = self.first_mismatch.to_dict()
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> VerificationSummary:
-        summary = _from_dict(cls, data)
-        summary.outputs = [OutputComparison.from_dict(o) if isinstance(o, dict) else o for o in summary.outputs]
-        if isinstance(summary.first_mismatch, dict):
-            summary.first_mismatch = FirstMismatch.from_dict(summary.first_mismatch)
-        return summary
-
-
-# -- progress -----------------------------------------------------------------------------------
-# What a running export reports before its result: the pipeline's stages and log lines, findings
-# known before the result, the user code's own output, and the service's "answered from the
-# cache". On the pipe they are dicts {"event": KIND, ...}; everything past the worker client
-# (server/worker.py) sees these types only.
-
-@dataclass(frozen=True)
-class StageEvent(Plain):
-    stage: str  # one of STAGES
-    state: str  # "begin" | "end"
-    seconds: float = 0.0  # the stage's duration, on "end"
-    kind: ClassVar[str] = "stage"
-
-
-@dataclass(frozen=True)
-class LogEvent(Plain):
-    """A note from the pipeline for the server's log (e.g. "draft_export could not ...")."""
-
-    text: str
-    kind: ClassVar[str] = "log"
-
-
-@dataclass(frozen=True)
-class OutputEvent(Plain):
-    """Text the user's code printed while it ran in the export process."""
-
-    text: str
-    kind: ClassVar[str] = "output"
-
-
-@dataclass(frozen=True)
-class CachedEvent(Plain):
-    """The service answered from the result cache: no job runs."""
-
-    target: str
-    kind: ClassVar[str] = "cached"
-
-
-@dataclass(frozen=True)
-class FindingsEvent(Plain):
-    """Findings of one stage, sent before the export's result so that editors show them while
-    the export goes on.
-
-    `preliminary`: sent while an earlier stage still runs, as far as they are known then (the
-    `unsupported-op` findings of the scan, from the ops capture has traced so far); the stage
-    itself decides. Otherwise: the stage has ended, the export goes on, and these are its
-    findings (a stage that ends the export sends none: its result follows at once). Each event
-    holds all the findings of `stage` known at that point and replaces the stage's earlier
-    event: a stage that ends with none after preliminary ones sends an empty event. The
-    result's findings replace every event's. Older servers ignore the event (an unknown kind).
-
-    `settled`: every stage up to `stage` has ended (sent, even when empty, once translation
-    ends): their findings in this export are final, and the previous result's findings of those
-    stages no longer hold. Stock `torch.onnx.export` raises only in these stages, so the editor
-    shows the export's errors now; check, verify and save may still add theirs.
-    """
-
-    stage: str  # the stage whose findings these are (one of STAGES)
-    findings: tuple[Finding, ...] = ()
-    preliminary: bool = False
-    settled: bool = False
-    kind: ClassVar[str] = "findings"
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> FindingsEvent:
-        event = _from_dict(cls, data)
-        findings = tuple(Finding.from_dict(f) if isinstance(f, dict) else f for f in event.findings)
-        return dataclasses.replace(event, findings=findings)
-
-
-ProgressEvent = Union[StageEvent, LogEvent, FindingsEvent, OutputEvent, CachedEvent]
-# Where a running export's events go (the pipeline's `on_event`).
-EventSink = Callable[[ProgressEvent], None]
-_EVENT_TYPES: dict[str, type[Plain]] = {cls.kind: cls for cls in (StageEvent, LogEvent, FindingsEvent, OutputEvent,
-                                                                   CachedEvent)}
-
-
-def event_to_dict(event: ProgressEvent) -> dict[str, Any]:
-    return {"event": event.kind, **event.to_dict()}
-
-
-def event_from_dict(data: Any) -> ProgressEvent | None:
-    """The typed event of a wire dict; None for anything unknown (a newer worker's event)."""
-    if not isinstance(data, dict):
-        return None
-    cls = _EVENT_TYPES.get(data.get("event"))
-    if cls is None:
-        return None
-    try:
-        return cls.from_dict(data)
-    except (TypeError, AttributeError):  # a required field is missing, or one of the wrong shape
-        return None
-
-
-# -- the end of an export, for editors ----------------------------------------------------------
-
-@dataclass(frozen=True)
-class ExportStatus(Plain):
-    """What an editor shows about one target's export (the `onnxlens/exportStatus` notification:
-    the VS Code status bar reads these fields instead of parsing the progress text)."""
-
-    target: str
-    state: str  # "exporting" | "ok" | "failed" | "cancelled"
-    stage: str | None = None  # while exporting: the running stage
-    seconds: float | None = None  # when finished: the export's duration
-    node_count: int | None = None
-    problems: int = 0  # error findings
-    warnings: int = 0  # warning findings (a `mismatch`, say)
-    cached: bool = False
-    verified: bool | None = None  # None: not verified
-    verifying: bool = False  # the export is saved and shown; its verification still runs
-    summary: str = ""  # the one-line text shown at the end of the progress and in the log
-    # The graph's change since the target's previous export that had one ("+3 nodes (Mul, Add,
-    # Sqrt), +0 B", "graph unchanged"); None: nothing to compare with.
-    change: str | None = None
-
-    @classmethod
-    def of_result(cls, result: ExportResult, change: GraphChange | None = None, *,
-                  verifying: bool = False) -> ExportStatus:
-        """The finished state of an export (ok, or failed with its problem count), and what its
-        graph changed (`change`: against the previous export, when there is one); `verifying`:
-        a saved export shown before its verification ends (a second status follows)."""
-        errors = sum(1 for f in result.findings if f.severity == "error")
-        warnings = sum(1 for f in result.findings if f.severity == "warning")
-        verified = result.verification.passed if result.verification is not None else None
-        if result.status == "ok":
-            nodes = f", {result.node_count} nodes" if result.node_count is not None else ""
-            summary = f"{result.target}: exported in {result.seconds:.2f} s{nodes}" + (
-                " (cached)" if result.cached else "")
-        else:
-            problems = sum(1 for f in result.findings if f.severity != "info")  # a note is no problem
-            summary = f"{result.target}: {problems} problem{'s' if problems != 1 else ''}{result.elsewhere()}"
-        described = change.describe() if change is not None else None
-        if change is not None and not change.unchanged:
-            summary += f"; {described}"
-        if verifying:
-            summary += "; verifying"
-        return cls(target=result.target, state=result.status, seconds=result.seconds,
-                   node_count=result.node_count, problems=errors, warnings=warnings,
-                   cached=result.cached, verified=verified, verifying=verifying, summary=summary,
-                   change=described)

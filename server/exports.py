@@ -12,6 +12,7 @@ saying so; a worker that died mid-job is restarted and the job retried once.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -19,11 +20,12 @@ import time
 from collections.abc import Callable
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import CachedEvent, ExportedGraph, ExportResult, TargetSpec, VerificationSummary
+from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
 from onnxlens.server.admission import Admission, Ticket
 from onnxlens.server.cache import ResultCache, forget_verification
-from onnxlens.server.worker import EventSink, Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
+from onnxlens.server.events import CachedEvent, EventSink
+from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
 
@@ -128,9 +130,9 @@ class ExportService:
     def _exited(self, target: str, done: asyncio.Future, ticket: Ticket) -> None:
         """A job's process is gone: learn its peak memory (the kernel's peak resident size of the
         process, pages shared with the zygote included) and give its memory back."""
-        message = None if done.cancelled() else done.result()
-        if message and message.get("max_rss_kb"):
-            self.peak_memory_mb[target] = self.memory_estimates[target] = message["max_rss_kb"] / 1024
+        exited = None if done.cancelled() else done.result()
+        if exited is not None and exited.max_rss_kb:
+            self.peak_memory_mb[target] = self.memory_estimates[target] = exited.max_rss_kb / 1024
         ticket.release_memory()
 
     async def shutdown(self) -> None:
@@ -183,9 +185,8 @@ class ExportService:
             exited: asyncio.Future = asyncio.get_running_loop().create_future()
             try:
                 await worker.wait_ready()
-                message = await worker.run(
-                    spec, sink, threads=self.threads_per_job, previous=previous, exited=exited,
-                    on_result=(lambda saved: on_saved(ExportResult.from_dict(saved["result"]))) if on_saved else None)
+                end = await worker.run(spec, sink, threads=self.threads_per_job, previous=previous, exited=exited,
+                                       on_result=on_saved)
             except WorkerUnavailable as error:
                 if error.permanent:
                     return _worker_failure(spec, str(error)), None
@@ -196,18 +197,18 @@ class ExportService:
                 await worker.kill()
                 return _worker_failure(spec, str(error), code="timeout"), None
             else:
-                if message.get("result") is None and message.get("saved") is not None:
-                    return _not_verified(message["saved"], message.get("reason")), exited
-                return ExportResult.from_dict(message["result"]), exited
+                if end.result is None:  # (then `saved` is the saved export)
+                    return _not_verified(end.saved, end.reason), exited
+                return end.result, exited
             log.warning("export of %s: %s (attempt %d)", spec.name, problem, attempt)
         return _worker_failure(spec, problem), None
 
 
-def _not_verified(saved: dict, reason: str | None) -> ExportResult:
-    """A saved export whose verification did not complete: the saved result, saying why."""
-    result = ExportResult.from_dict(saved)
-    result.verification = VerificationSummary(passed=False, error=f"verification did not complete: {reason}")
-    return result
+def _not_verified(saved: ExportResult, reason: str | None) -> ExportResult:
+    """A saved export whose verification did not complete: the saved result, saying why (a copy:
+    the saved result itself went to `on_saved`, which may keep it)."""
+    return dataclasses.replace(
+        saved, verification=VerificationSummary(passed=False, error=f"verification did not complete: {reason}"))
 
 
 def _worker_failure(spec: TargetSpec, problem: str, *, code: str = "crash") -> ExportResult:

@@ -20,25 +20,26 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from onnxlens.exporter import frames
+from onnxlens.exporter.events import event_from_dict
+from onnxlens.exporter.frames import hello_problem, pack_payload, unpack_payload
 from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
 from onnxlens.exporter.protocol import (
     PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
-    Message,
     ProtocolError,
-    hello_problem,
     read_frame_async,
     write_frame_async,
 )
-from onnxlens.exporter.types import ExportedGraph, OutputEvent, ProgressEvent, TargetSpec, event_from_dict
+from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
+from onnxlens.server.events import EventSink, OutputEvent, ProgressEvent
 
 log = logging.getLogger("onnxlens.worker")
 
-EventSink = Callable[[ProgressEvent], None]
 # A saved export's result, sent before its verification ends (the zygote's `result` message
 # with `completes`): the caller may show it while `run` waits for the completed result.
-ResultSink = Callable[[dict[str, Any]], None]
+ResultSink = Callable[[ExportResult], None]
 
 STDERR_KEPT = 100  # lines of the zygote's stderr kept to explain a failed start
 STOP_GRACE = 5.0  # seconds the zygote gets to kill its children and exit before SIGKILL
@@ -66,9 +67,21 @@ class WorkerUnresponsive(Exception):
 
 
 @dataclass
+class JobEnd:
+    """The zygote's last word on a job: its result; for a saved export (`completes`), the
+    completed one, or, when the child ended before it completed, the saved one (`saved`, with
+    `result` None) and why (`reason`)."""
+
+    result: ExportResult | None
+    saved: ExportResult | None = None
+    reason: str | None = None
+
+
+@dataclass
 class _Job:
     on_event: EventSink
     on_result: ResultSink | None = None
+    # The `result` frame (its result decoded: the payload's one decoding), then the `completed` one.
     result: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     completed: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     exited: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
@@ -105,11 +118,11 @@ class Worker:
         self.retiring = False  # still finishing its jobs, but takes no new ones
         self.preloaded_modules = 0
         # The `exited` frames of the last jobs: CPU seconds and peak RSS of each child.
-        self.recent_exits: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+        self.recent_exits: collections.deque[frames.Exited] = collections.deque(maxlen=100)
         self.exit_count = 0
         self.process: asyncio.subprocess.Process | None = None
         self.versions: dict[str, str | None] = {}
-        # The adapter of torch's internals the zygote uses: {"name", "fallback"} (protocol.py).
+        # The adapter of torch's internals the zygote uses: {"name", "fallback"} (frames.Ready).
         self.adapter: dict[str, str | None] = {}
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)
@@ -161,14 +174,13 @@ class Worker:
 
     async def run(self, spec: TargetSpec, on_event: EventSink, *, threads: int = 1,
                   previous: ExportedGraph | None = None, on_result: ResultSink | None = None,
-                  exited: asyncio.Future | None = None) -> dict[str, Any]:
-        """Run one job; returns the zygote's last word on it: its `result` message, or, for a
-        saved export (`completes`), its `completed` message, whose `result` is None when the
-        child ended before it completed (`reason` says how). The `result` message of such an
-        export goes to `on_result` first, while verification runs. Cancelling kills the child.
+                  exited: asyncio.Future | None = None) -> JobEnd:
+        """Run one job; returns the zygote's last word on it (`JobEnd`). The result of a saved
+        export (`completes`) goes to `on_result` first, while verification runs. Cancelling
+        kills the child.
 
         `previous`: the target's previous export's graph (its report says what changed).
-        `exited`, when given, gets the job's `exited` frame (CPU seconds, peak memory) once its
+        `exited`, when given, gets the job's `Exited` frame (CPU seconds, peak memory) once its
         process is gone, or None when the zygote died first (after the result, a child may still
         be writing its report).
         """
@@ -180,10 +192,8 @@ class Worker:
             job.exited.add_done_callback(lambda done: exited.done() or exited.set_result(done.result()))
         self._jobs[job_id] = job
         try:
-            message = {"type": "job", "id": job_id, "spec": spec.to_dict(), "options": {"threads": threads}}
-            if previous is not None:
-                message["previous"] = previous.to_dict()
-            await self._send(message)
+            await self._send(frames.Job(id=job_id, spec=spec, threads=threads,
+                                        previous=pack_payload(previous) if previous is not None else None))
             try:
                 # The zygote forks at once, unless it is importing libraries for a moment.
                 await asyncio.wait_for(asyncio.shield(job.started), START_GRACE)
@@ -191,26 +201,26 @@ class Worker:
                 raise WorkerUnresponsive(
                     f"the export worker did not start the job within {START_GRACE:g} s") from None
             try:
-                message = await asyncio.wait_for(asyncio.shield(job.result),
-                                                 spec.timeout + UNRESPONSIVE_GRACE)
+                said, result = await asyncio.wait_for(asyncio.shield(job.result),
+                                                      spec.timeout + UNRESPONSIVE_GRACE)
             except asyncio.TimeoutError:
                 raise WorkerUnresponsive(
                     f"the export worker did not answer within {spec.timeout + UNRESPONSIVE_GRACE:g} s"
                 ) from None
-            if message.get("cancelled"):  # not by us: the worker is shutting down
+            if said.cancelled or result is None:  # not by us: the worker is shutting down
                 raise WorkerDied("the export worker was stopped while the job ran")
-            if not message.get("completes"):
-                return message
+            if not said.completes:
+                return JobEnd(result)
             try:
-                completed = await asyncio.wait_for(asyncio.shield(job.completed),
-                                                   spec.timeout + UNRESPONSIVE_GRACE)
+                completed, verified = await asyncio.wait_for(asyncio.shield(job.completed),
+                                                             spec.timeout + UNRESPONSIVE_GRACE)
             except asyncio.TimeoutError:
-                completed = {"result": None, "reason": "the export worker stopped answering while verifying"}
+                return JobEnd(None, saved=result, reason="the export worker stopped answering while verifying")
             except WorkerDied as error:  # the saved export stands; its verification is lost
-                completed = {"result": None, "reason": str(error)}
-            if completed.get("result") is None:
-                return {**completed, "result": None, "saved": message["result"]}
-            return completed
+                return JobEnd(None, saved=result, reason=str(error))
+            if verified is None:
+                return JobEnd(None, saved=result, reason=completed.reason)
+            return JobEnd(verified)
         except asyncio.CancelledError:
             await self._cancel(job_id, job)
             raise
@@ -223,7 +233,7 @@ class Worker:
         if not self.alive or job.exited.done():
             return
         with contextlib.suppress(Exception):
-            await self._send({"type": "cancel", "id": job_id})
+            await self._send(frames.Cancel(id=job_id))
         try:
             await asyncio.wait_for(asyncio.shield(job.exited), CANCEL_GRACE)
         except (asyncio.TimeoutError, WorkerDied):
@@ -231,10 +241,10 @@ class Worker:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(job.pid, signal.SIGKILL)
 
-    async def _send(self, message: Message) -> None:
+    async def _send(self, frame: frames.Frame) -> None:
         assert self.process is not None and self.process.stdin is not None
         try:
-            write_frame_async(self.process.stdin, message)
+            write_frame_async(self.process.stdin, frame.encode())
             await self.process.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as error:
             raise WorkerDied(self._end or f"the export worker's pipe closed: {error}") from None
@@ -246,7 +256,7 @@ class Worker:
             return
         if process.returncode is None:
             with contextlib.suppress(Exception):
-                await self._send({"type": "shutdown"})
+                await self._send(frames.Shutdown())
             if process.stdin is not None:
                 process.stdin.close()
             try:
@@ -275,8 +285,8 @@ class Worker:
         assert self.process is not None and self.process.stdout is not None
         problem = None
         try:
-            while (message := await read_frame_async(self.process.stdout)) is not None:
-                self._dispatch(message)
+            while (body := await read_frame_async(self.process.stdout)) is not None:
+                self._dispatch(frames.TO_SERVER.decode(body))
         except ProtocolError as error:
             problem = f"the export worker sent an invalid frame: {error}"
             with contextlib.suppress(ProcessLookupError):
@@ -297,65 +307,91 @@ class Worker:
                 job.exited.set_result(None)
         self._jobs.clear()
 
-    def _dispatch(self, message: Message) -> None:
-        kind = message.get("type")
-        job = self._jobs.get(message.get("id"))  # type: ignore[arg-type]
-        if kind == "hello":
-            problem = hello_problem(message)
-            if problem:
-                self._fail_start(WorkerUnavailable(problem, permanent=True))
-                self.process.kill()  # type: ignore[union-attr]
-            elif not self._hello.done():  # type: ignore[union-attr]
-                self._hello.set_result(message)  # type: ignore[union-attr]
-        elif kind == "ready":
-            self.versions = message.get("versions") or {}
-            self.adapter = message.get("adapter") or {}
-            if not self._ready.done():  # type: ignore[union-attr]
-                self._ready.set_result(None)  # type: ignore[union-attr]
-        elif kind == "preloaded":
-            self.preloaded_modules += int(message.get("modules") or 0)
-            log.info("export worker preloaded %s library modules in %.2f s",
-                     message.get("modules"), message.get("seconds") or 0.0)
-        elif kind == "retire":
-            log.warning("export worker %s retires: %s", self.pid, message.get("reason"))
-            self.preload_deny.add(str(message.get("deny")))
-            self.retire()
-        elif kind == "fatal":
-            self._fail_start(WorkerUnavailable(str(message.get("message")), permanent=True))
-        elif job is None:
-            return  # a late frame of a job nobody waits for any more
-        elif kind == "started":
-            job.pid = message.get("pid")
-            if not job.started.done():
-                job.started.set_result(job.pid)
-        elif kind == "event":
-            event = event_from_dict(message.get("event"))
-            if event is None:
-                log.debug("ignoring an unknown export event: %r", message.get("event"))
-            else:
-                self._deliver(job, event)
-        elif kind == "log":  # what the user's code printed (stdout and stderr)
-            self._deliver(job, OutputEvent(text=str(message.get("text", ""))))
-        elif kind == "result":
-            if not job.result.done():
-                job.result.set_result(message)
-                if message.get("completes") and job.on_result is not None:
-                    # Here, not when `run` resumes: before the events that follow it (verification's).
-                    try:
-                        job.on_result(message)
-                    except Exception:  # a faulty listener must not stop the replies of every job
-                        log.exception("export result listener failed")
-        elif kind == "completed":
-            if not job.completed.done():
-                job.completed.set_result(message)
-        elif kind == "exited":
-            self.recent_exits.append(message)
-            self.exit_count += 1
-            if not job.exited.done():
-                job.exited.set_result(message)
-            if job.result.done():
-                self._jobs.pop(message.get("id"), None)  # type: ignore[arg-type]
-            self._stop_when_idle()
+    def _dispatch(self, frame: frames.Frame) -> None:
+        if type(frame) in self._ON_WORKER_FRAME:
+            self._ON_WORKER_FRAME[type(frame)](self, frame)
+            return
+        job = self._jobs.get(frame.id)  # type: ignore[attr-defined]
+        if job is not None:  # else a late frame of a job nobody waits for any more
+            self._ON_JOB_FRAME[type(frame)](self, job, frame)
+
+    # ---- the worker's own frames
+
+    def _on_hello(self, hello: frames.Hello) -> None:
+        problem = hello_problem(hello)
+        if problem:
+            self._fail_start(WorkerUnavailable(problem, permanent=True))
+            self.process.kill()  # type: ignore[union-attr]
+        elif not self._hello.done():  # type: ignore[union-attr]
+            self._hello.set_result(hello)  # type: ignore[union-attr]
+
+    def _on_ready(self, ready: frames.Ready) -> None:
+        self.versions = ready.versions
+        self.adapter = ready.adapter
+        if not self._ready.done():  # type: ignore[union-attr]
+            self._ready.set_result(None)  # type: ignore[union-attr]
+
+    def _on_preloaded(self, preloaded: frames.Preloaded) -> None:
+        self.preloaded_modules += preloaded.modules
+        log.info("export worker preloaded %s library modules in %.2f s", preloaded.modules, preloaded.seconds)
+
+    def _on_retire(self, retire: frames.Retire) -> None:
+        log.warning("export worker %s retires: %s", self.pid, retire.reason)
+        self.preload_deny.add(retire.deny)
+        self.retire()
+
+    def _on_fatal(self, fatal: frames.Fatal) -> None:
+        self._fail_start(WorkerUnavailable(fatal.message, permanent=True))
+
+    # ---- a job's frames
+
+    def _on_started(self, job: _Job, started: frames.Started) -> None:
+        job.pid = started.pid
+        if not job.started.done():
+            job.started.set_result(job.pid)
+
+    def _on_event(self, job: _Job, event: frames.Event) -> None:
+        progress = event_from_dict(unpack_payload(event.event))
+        if progress is None:
+            log.debug("ignoring an unknown export event: %r", event.event[:200])
+        else:
+            self._deliver(job, progress)
+
+    def _on_log(self, job: _Job, said: frames.Log) -> None:  # what the user's code printed (stdout and stderr)
+        self._deliver(job, OutputEvent(text=said.text))
+
+    def _on_result(self, job: _Job, said: frames.Result) -> None:
+        if job.result.done():
+            return
+        result = ExportResult.from_dict(unpack_payload(said.result)) if said.result is not None else None
+        job.result.set_result((said, result))
+        if said.completes and result is not None and job.on_result is not None:
+            # Here, not when `run` resumes: before the events that follow it (verification's).
+            try:
+                job.on_result(result)
+            except Exception:  # a faulty listener must not stop the replies of every job
+                log.exception("export result listener failed")
+
+    def _on_completed(self, job: _Job, completed: frames.Completed) -> None:
+        if not job.completed.done():
+            verified = ExportResult.from_dict(unpack_payload(completed.result)) if completed.result is not None else None
+            job.completed.set_result((completed, verified))
+
+    def _on_exited(self, job: _Job, exited: frames.Exited) -> None:
+        self.recent_exits.append(exited)
+        self.exit_count += 1
+        if not job.exited.done():
+            job.exited.set_result(exited)
+        if job.result.done():
+            self._jobs.pop(exited.id, None)
+        self._stop_when_idle()
+
+    _ON_WORKER_FRAME: dict[type, Callable] = {
+        frames.Hello: _on_hello, frames.Ready: _on_ready, frames.Preloaded: _on_preloaded,
+        frames.Retire: _on_retire, frames.Fatal: _on_fatal}
+    _ON_JOB_FRAME: dict[type, Callable] = {
+        frames.Started: _on_started, frames.Event: _on_event, frames.Log: _on_log, frames.Result: _on_result,
+        frames.Completed: _on_completed, frames.Exited: _on_exited}
 
     def retire(self) -> None:
         """Take no new jobs; stop once the jobs in flight are done (the caller starts another)."""

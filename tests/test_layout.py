@@ -3,6 +3,7 @@
 * No import cycle between onnxlens modules, typing-only imports (`if TYPE_CHECKING:`) and
   imports inside functions included: read statically from the source, so an import that only
   a type checker or a rarely taken branch would run counts too.
+* `exporter/` never imports `server/` (statically).
 * `server/` never imports torch; `exporter/` never imports pygls or lsprotocol. Checked twice:
   statically (every import statement of every module, however deep in a function) and by
   importing in a fresh interpreter (transitive imports of third-party packages count too).
@@ -134,6 +135,14 @@ def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("onnxlens.exporter")))
+def test_the_exporter_never_imports_the_server(module):
+    # The worker runs the exporter without the server's code (what only the server keeps is in
+    # server/: its events, the editor's status).
+    bad = sorted(name for name in _imported(module, MODULES[module]) if name.startswith("onnxlens.server"))
+    assert not bad, f"{module} imports {bad}"
+
+
 FORBIDDEN = {"onnxlens.server": ("torch", "functorch", "onnxscript", "onnx_ir", "onnxruntime"),
              "onnxlens.exporter": ("pygls", "lsprotocol")}
 
@@ -148,7 +157,8 @@ def test_no_module_imports_across_the_process_boundary(module):
 
 def _server_modules() -> list[str]:
     found = [m.name for m in pkgutil.walk_packages(onnxlens.server.__path__, "onnxlens.server.")]
-    return [m for m in found if not m.endswith("__main__")] + ["onnxlens.exporter.types"]
+    return [m for m in found if not m.endswith("__main__")] + [
+        "onnxlens.exporter.types", "onnxlens.exporter.plain", "onnxlens.exporter.frames", "onnxlens.exporter.events"]
 
 
 def _imports(module: str, prefixes: tuple[str, ...]) -> bool:

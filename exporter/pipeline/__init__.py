@@ -48,11 +48,12 @@ import onnxlens.exporter.pipeline.scan as scan
 import onnxlens.exporter.pipeline.translate as translate
 import onnxlens.exporter.pipeline.verify as verify
 import onnxlens.exporter.pipeline.weights as weights
+from onnxlens.exporter.events import PipelineEvent, PipelineEventSink
 from onnxlens.exporter.pipeline.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals
-from onnxlens.exporter.types import EventSink, ExportedGraph, ExportResult, ProgressEvent, TargetSpec
+from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, TargetSpec
 
 
 class Stage(NamedTuple):
@@ -65,21 +66,21 @@ class Stage(NamedTuple):
     settles: bool = False
 
 
-STAGE_ORDER = (
-    Stage("load", load.run, False),
-    Stage("capture", capture.run, True),
-    Stage("decompose", decompose.run, True),
-    Stage("scan", scan.run, True),
-    Stage("translate", translate.run, True, settles=True),
-    Stage("optimize", optimize.run, True),
-    Stage("check", check.run, False),
-    Stage("save", save.run, False),
-)
-
+# What each stage runs. The stages' names and their order are STAGES's (exporter/types.py): the
+# one list, which the server reads too (it cannot import this package: torch).
+_RUNS: dict[str, Callable[[Job], None]] = {
+    "load": load.run, "capture": capture.run, "decompose": decompose.run, "scan": scan.run,
+    "translate": translate.run, "optimize": optimize.run, "check": check.run, "save": save.run,
+    "verify": verify.run,
+}
+_EXPORTING = {"capture", "decompose", "scan", "translate", "optimize"}
+_SETTLING = "translate"
 # After the result: what only adds warnings to a saved export (`Pipeline.finish`).
-FINISHING_ORDER = (
-    Stage("verify", verify.run, False),
-)
+_FINISHING = ("verify",)
+
+STAGE_ORDER = tuple(Stage(name, _RUNS[name], name in _EXPORTING, settles=name == _SETTLING)
+                    for name in STAGES if name not in _FINISHING)
+FINISHING_ORDER = tuple(Stage(name, _RUNS[name], False) for name in _FINISHING)
 
 # A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
 # capture, decompose, scan, translate and optimize stages in one call (public_export.py); it
@@ -96,7 +97,7 @@ STAGES_RUN = STAGE_ORDER if internals.FULL else PUBLIC_STAGE_ORDER
 FINISHING_RUN = FINISHING_ORDER if internals.FULL else ()
 
 
-def _ignore(event: ProgressEvent) -> None:
+def _ignore(event: PipelineEvent) -> None:
     pass
 
 
@@ -129,7 +130,8 @@ class Pipeline:
         if internals.FULL:
             self.tables.refresh()
 
-    def run(self, spec: TargetSpec, on_event: EventSink = _ignore, previous: ExportedGraph | None = None) -> ExportResult:
+    def run(self, spec: TargetSpec, on_event: PipelineEventSink = _ignore,
+            previous: ExportedGraph | None = None) -> ExportResult:
         """The whole export, verified, its report and program dump written (in-process callers);
         `previous`: the target's previous export's graph, whose change the report shows."""
         job = self.export(spec, on_event)
@@ -157,7 +159,7 @@ class Pipeline:
             naming.join(job)
             job.result.finishing_seconds = time.perf_counter() - start
 
-    def export(self, spec: TargetSpec, on_event: EventSink = _ignore, *, kept_fills_fd: int | None = None) -> Job:
+    def export(self, spec: TargetSpec, on_event: PipelineEventSink = _ignore, *, kept_fills_fd: int | None = None) -> Job:
         """The export up to its result (`job.result`); the report and the program dump are
         named but not written yet: `artifacts.write(job)` does that, after a worker child has
         sent the result the editor waits for. `kept_fills_fd`: the target's kept random fills

@@ -3,8 +3,8 @@
 Stages read what earlier stages left on the `Job` and add their own (load: the target and the
 registry; capture: the program; decompose; translate: the ONNX program). A stage that produced
 error findings ends the pipeline with `job.fail(...)` (the report is still written). Progress
-goes to the job's sink as typed events (exporter/types.py); the worker turns them into wire
-dicts, in-process callers take them as they are. This layer knows nothing about LSP.
+goes to the job's sink as typed events (exporter/events.py); the worker turns them into
+payloads, in-process callers take them as they are. This layer knows nothing about LSP.
 
 Findings travel ahead of the result, so that editors show them while the export goes on: a
 stage after which the export continues sends its findings as a FindingsEvent when it ends, and
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, NoReturn
 
 from onnxlens.exporter.locations import Workspace
-from onnxlens.exporter.types import (EventSink, ExportResult, Finding, FindingsEvent, Location, LogEvent,
-                                     ProgressEvent, StageEvent, TargetSpec)
+from onnxlens.exporter.events import FindingsEvent, LogEvent, PipelineEvent, PipelineEventSink, StageEvent
+from onnxlens.exporter.types import ExportResult, Finding, Location, TargetSpec
 
 if TYPE_CHECKING:
     import onnx
@@ -43,7 +43,7 @@ class Stop(Exception):
 class Job:
     spec: TargetSpec
     tables: Tables  # the pipeline's, shared by every job of the process
-    on_event: EventSink
+    on_event: PipelineEventSink
     kept_fills_fd: int | None = None  # the target's kept random fills (kept_fills.py); None: none kept
     result: ExportResult = field(init=False)
     workspace: Workspace = field(init=False)
@@ -85,7 +85,7 @@ class Job:
         """Where a finding without a line of the user's code goes: the model's definition."""
         return self.result.model_location
 
-    def emit(self, event: ProgressEvent) -> None:
+    def emit(self, event: PipelineEvent) -> None:
         try:
             self.on_event(event)
         except Exception:  # noqa: BLE001 - a broken listener must not break the export

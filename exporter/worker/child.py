@@ -4,7 +4,8 @@ The child inherits the zygote's warm state (torch and the ONNX stack imported, t
 tables built) and nothing of any earlier job: it imports the user's code fresh, runs the
 pipeline, streams progress frames to the zygote, sends one result frame and exits. User code
 runs only here, never in the zygote; a child may raise torch's thread count (the zygote keeps
-one). The pipeline's typed events become wire dicts here (`event_to_dict`).
+one). The pipeline's typed events and result become payloads here (frames.py: only the server
+decodes them).
 
 Everything the zygote needs to explain a child that dies instead is set up here first:
 faulthandler writes the stack to a file on SIGUSR1 (timeouts) and on fatal signals (crashes),
@@ -37,9 +38,11 @@ from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.pipeline import artifacts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
+from onnxlens.exporter import frames
+from onnxlens.exporter.frames import pack_payload, unpack_payload
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
-from onnxlens.exporter.types import (ExportedGraph, ExportResult, Finding, ProgressEvent, StageEvent, TargetSpec,
-                                     event_to_dict)
+from onnxlens.exporter.events import PipelineEvent, StageEvent, event_to_dict
+from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, TargetSpec
 from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
 from onnxlens.exporter.worker.preload import library_modules
 
@@ -58,11 +61,11 @@ def process_name() -> str:
         return comm.read().strip()
 
 
-def run_child(pipeline: Any, job: dict[str, Any] | None, *, events_fd: int, output_fd: int, dump_fd: int,
-              zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None],
+def run_child(pipeline: Any, job: frames.Job | None, *, kept_fills_fd: int | None, events_fd: int, output_fd: int,
+              dump_fd: int, zygote_pid: int, zygote_fds: list[int], user_env: dict[str, str | None],
               channel: socket.socket | None = None) -> NoReturn:
     """Never returns: the child ends with os._exit (no atexit handlers, no torch teardown).
-    `job` None: a spare, whose job comes through `channel`."""
+    `job` None: a spare, whose job (and kept fills) come through `channel`."""
     started = time.perf_counter()
     zygote_modules = set(sys.modules)
     try:
@@ -74,27 +77,27 @@ def run_child(pipeline: Any, job: dict[str, Any] | None, *, events_fd: int, outp
             zygote_modules = set(sys.modules)
             channel.sendall(b"R")  # warm: the zygote may give this child a job now
             set_process_name(SPARE_NAME)
-            job = _receive_job(channel)
+            job, kept_fills_fd = _receive_job(channel)
             if job is None:  # the zygote discarded the spare
                 _real_exit(0)
             with open(f"/proc/{zygote_pid}/comm") as comm:  # a job's child, named as the zygote is
                 set_process_name(comm.read().strip())
             started = time.perf_counter()
-        spec = TargetSpec.from_dict(job["spec"])
-        _restore_user_environment(user_env, job.get("options", {}), spec)
-        result, exported = _run(pipeline, spec, events_fd, started, job.get("kept_fills_fd"))
+        spec = job.spec
+        _restore_user_environment(user_env, job.threads, spec)
+        result, exported = _run(pipeline, spec, events_fd, started, kept_fills_fd)
         completes = exported is not None and result.status == "ok"
-        write_frame(events_fd, {"type": "result", "result": result.to_dict(), "completes": completes,
-                                "imports": library_modules(zygote_modules)})
+        write_frame(events_fd, frames.ChildResult(result=pack_payload(result), completes=completes,
+                                                  imports=library_modules(zygote_modules)).encode())
         if completes:
             # After the result: the editor shows the saved export while it is verified.
             pipeline.finish(exported)
             exported.result.findings = [_as_crash(spec, finding) for finding in exported.result.findings]
-            write_frame(events_fd, {"type": "completed", "result": exported.result.to_dict()})
+            write_frame(events_fd, frames.ChildCompleted(result=pack_payload(exported.result)).encode())
         if exported is not None:
             # After the result: the editor has its diagnostics while the report is written.
-            previous = job.get("previous")
-            artifacts.write(exported, ExportedGraph.from_dict(previous) if isinstance(previous, dict) else None)
+            previous = ExportedGraph.from_dict(unpack_payload(job.previous)) if job.previous is not None else None
+            artifacts.write(exported, previous)
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:  # noqa: BLE001 - the zygote turns the exit status into a crash finding
@@ -153,19 +156,23 @@ def _warm(pipeline: Any) -> None:
         torch.random.set_rng_state(state)
 
 
-def _receive_job(channel: socket.socket) -> dict[str, Any] | None:
-    """The job's message from the zygote, with the target's kept fills descriptor (None: the
-    zygote closed the channel)."""
+def _receive_job(channel: socket.socket) -> tuple[frames.Job | None, int | None]:
+    """The job's frame from the zygote (the server's, as it came: decoded here, once), with the
+    target's kept fills descriptor (None: the zygote closed the channel)."""
     data, fds, _, _ = socket.recv_fds(channel, 1 << 16, 1)
     reader = FrameReader()
-    messages = reader.feed(data)
-    while data and not messages:
+    bodies = reader.feed(data)
+    while data and not bodies:
         data = channel.recv(1 << 16)
-        messages = reader.feed(data)
+        bodies = reader.feed(data)
     channel.close()
-    if not messages:
-        return None
-    return {**messages[0], "kept_fills_fd": fds[0] if fds else None}
+    kept_fills_fd = fds[0] if fds else None
+    if not bodies:
+        return None, kept_fills_fd
+    job = frames.TO_ZYGOTE.decode(bodies[0])
+    if not isinstance(job, frames.Job):
+        return None, kept_fills_fd
+    return job, kept_fills_fd
 
 
 def _capture_output(output_fd: int) -> None:
@@ -193,8 +200,7 @@ def _prepare_fault_reports(dump_fd: int) -> None:
     os._exit = exit_with_stack
 
 
-def _restore_user_environment(user_env: dict[str, str | None], options: dict[str, Any],
-                              spec: TargetSpec) -> None:
+def _restore_user_environment(user_env: dict[str, str | None], threads: int, spec: TargetSpec) -> None:
     # The zygote runs with one thread (OpenMP pools do not survive fork); a child starts none
     # before this point, so it may use more. Subprocesses of user code get the user's settings.
     for name, value in user_env.items():
@@ -204,7 +210,7 @@ def _restore_user_environment(user_env: dict[str, str | None], options: dict[str
             os.environ[name] = value
     import torch
 
-    torch.set_num_threads(max(1, int(options.get("threads", 1))))
+    torch.set_num_threads(max(1, int(threads)))
     os.chdir(spec.root)
     if spec.memory_limit_mb:
         # The cap is on what the job adds: the zygote's own mappings (torch's libraries) are
@@ -221,11 +227,15 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float,
     the pipeline did not get as far as returning one)."""
     workspace = Workspace.of(spec)
 
-    def on_event(event: ProgressEvent) -> None:
-        write_frame(events_fd, {"type": "event", "event": event_to_dict(event)})  # the wire stays dicts
+    def on_event(event: PipelineEvent) -> None:
+        # The zygote reads the stage an event names (a stage event's, a findings event's) and a
+        # stage event's state; the event itself only the server reads.
+        write_frame(events_fd, frames.ChildEvent(event=pack_payload(event_to_dict(event)),
+                                                 stage=getattr(event, "stage", None),
+                                                 state=getattr(event, "state", None)).encode())
         if isinstance(event, StageEvent) and event.stage == "load" and event.state == "end":
             # Should this job die later, the zygote still knows which files it depends on.
-            write_frame(events_fd, {"type": "closure", "files": _imported_user_files(workspace)})
+            write_frame(events_fd, frames.Closure(files=_imported_user_files(workspace)).encode())
 
     try:
         job = pipeline.export(spec, on_event, kept_fills_fd=kept_fills_fd)

@@ -17,8 +17,9 @@ import importlib
 import os
 import sys
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
+from onnxlens.exporter import frames
 from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE, PRELOAD_VARIABLE
 from onnxlens.exporter.worker.warmup import ready_to_fork, stop_tqdm_monitor
 
@@ -36,8 +37,8 @@ class Preloader:
         if self.enabled and not self.retiring:
             self.wanted.update(names)
 
-    def run(self, after_imports: Callable[[], None] = lambda: None) -> dict[str, Any] | None:
-        """Import the wanted modules here; the message to send the server (`preloaded`, or
+    def run(self, after_imports: Callable[[], None] = lambda: None) -> frames.Preloaded | frames.Retire | None:
+        """Import the wanted modules here; the frame to send the server (`preloaded`, or
         `retire` when an import started a thread), None when there was nothing to do.
 
         `after_imports` runs once modules were imported, before the heap is frozen: the
@@ -69,14 +70,14 @@ class Preloader:
                 print(f"onnxlens worker: importing {name} started a thread; this worker retires",
                       file=sys.stderr)
                 self.retiring = True
-                return {"type": "retire", "deny": package, "reason": f"importing {name} started a thread"}
+                return frames.Retire(deny=package, reason=f"importing {name} started a thread")
         if loaded:
             try:
                 after_imports()
             except Exception as error:  # noqa: BLE001 - children then bring the tables up to date themselves
                 print(f"onnxlens worker: updating the tables after preloading failed: {error!r}", file=sys.stderr)
         ready_to_fork()
-        return {"type": "preloaded", "modules": loaded, "seconds": time.perf_counter() - started}
+        return frames.Preloaded(modules=loaded, seconds=time.perf_counter() - started)
 
 
 def library_modules(before: set[str]) -> list[str]:

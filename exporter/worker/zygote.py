@@ -8,7 +8,7 @@ ONE thread: an OpenMP pool does not survive fork, so a child of a parent that ra
 region hangs in its first parallel op. (Library modules finished jobs imported are imported here
 too, never the user's: preload.py.)
 
-It talks to the server with msgpack frames (exporter/protocol.py) over its stdin/stdout, which
+It talks to the server with typed frames (exporter/frames.py) over its stdin/stdout, which
 it moves to private descriptors first, so a library printing to stdout cannot corrupt the stream.
 It supervises its children: relays their events and output, kills them on cancel and at their
 deadline (after asking faulthandler for the stack, to name the line that hung), and turns a
@@ -44,15 +44,17 @@ import traceback
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from onnxlens.exporter import frames
+from onnxlens.exporter.frames import pack_payload
 from onnxlens.exporter.protocol import (
     INTERNAL_ERROR_STATUS,
-    pack,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,
     WARMING_NAME,
     FrameReader,
     ProtocolError,
+    frame_of,
     write_frame,
 )
 from onnxlens.exporter.types import ExportResult, TargetSpec
@@ -186,11 +188,11 @@ class Zygote:
             self._check_timers()
             self._reap()
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, frame: frames.Frame) -> None:
         if self.server_gone:
             return
         try:
-            write_frame(self.replies_fd, message)
+            write_frame(self.replies_fd, frame.encode())
         except (BrokenPipeError, ConnectionResetError):
             self.server_gone = True
             self._close_all()
@@ -211,22 +213,29 @@ class Zygote:
             self._close_all()
             return
         try:
-            messages = self.requests.feed(data)
+            for body in self.requests.feed(data):
+                request = frames.TO_ZYGOTE.decode(body)
+                self._REQUESTS[type(request)](self, request, body)
         except ProtocolError as error:
             print(f"onnxlens worker: bad request stream ({error}); exiting", file=sys.stderr)
             self.selector.unregister(fd)
             self._close_all()
-            return
-        for message in messages:
-            kind = message.get("type")
-            if kind == "job" and not self.closing:
-                self._start_job(message)
-            elif kind == "cancel":
-                job = self.jobs.get(message.get("id"))
-                if job is not None:
-                    self._cancel(job)
-            elif kind == "shutdown":
-                self._close_all()
+
+    def _on_job(self, request: frames.Job, body: bytes) -> None:
+        if not self.closing:
+            self._start_job(request, body)
+
+    def _on_cancel(self, request: frames.Cancel, body: bytes) -> None:
+        job = self.jobs.get(request.id)
+        if job is not None:
+            self._cancel(job)
+
+    def _on_shutdown(self, request: frames.Shutdown, body: bytes) -> None:
+        self._close_all()
+
+    # The server's frames, by type: each handler gets the frame and its body as it came (a job's
+    # is relayed to a spare unchanged).
+    _REQUESTS = {frames.Job: _on_job, frames.Cancel: _on_cancel, frames.Shutdown: _on_shutdown}
 
     def _close_all(self) -> None:
         """Kill every running job; a child that already sent its result may finish writing
@@ -248,12 +257,12 @@ class Zygote:
             fds += [fd for fd in (job.events_fd, job.output_fd, job.dump.fileno()) if fd is not None]
         return fds
 
-    def _start_job(self, message: dict[str, Any]) -> None:
+    def _start_job(self, request: frames.Job, body: bytes) -> None:
         if self.preloader.wanted:
             # Before forking: this job then finds the libraries loaded. (Jobs still running
             # wait for their frames to be relayed meanwhile; their deadlines are not moved.)
             self._preload()
-        spec = TargetSpec.from_dict(message["spec"])
+        spec = request.spec
         for earlier in self.jobs.values():
             if earlier.result_sent and not earlier.killed and earlier.spec.report == spec.report:
                 # It is writing the report of the export this job supersedes: its rename must not
@@ -263,31 +272,31 @@ class Zygote:
         spare, self.spare = self.spare, None
         if spare is not None and not spare.ready:  # it may have said so since the loop last looked
             self._on_spare(spare.channel.fileno(), spare)
-        if spare is not None and spare.ready and self._hand_over(spare, message, kept_fills_fd):
+        if spare is not None and spare.ready and self._hand_over(spare, body, kept_fills_fd):
             pid, events_r, output_r, dump = spare.pid, spare.events_fd, spare.output_fd, spare.dump
         else:
             if spare is not None:
                 self._discard(spare)
-            pid, events_r, output_r, dump = self._fork_child({**message, "kept_fills_fd": kept_fills_fd},
-                                                             keep=kept_fills_fd)
+            pid, events_r, output_r, dump = self._fork_child(request, kept_fills_fd)
         now = time.monotonic()
-        job = Child(id=message["id"], spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
+        job = Child(id=request.id, spec=spec, pid=pid, events_fd=events_r, output_fd=output_r,
                   dump=dump, started=now, deadline=now + spec.timeout)
         self.jobs[job.id] = job
         self.selector.register(events_r, selectors.EVENT_READ, lambda fd, job=job: self._on_events(job))
         self.selector.register(output_r, selectors.EVENT_READ, lambda fd, job=job: self._on_output(job))
-        self._send({"type": "started", "id": job.id, "pid": pid})
+        self._send(frames.Started(id=job.id, pid=pid))
 
-    def _fork_child(self, message: dict[str, Any] | None,
-                    keep: int | None = None) -> tuple[int, int, int, IO[bytes]]:
-        """Fork a child for `message`'s job (keeping the descriptor `keep` open in it), or, with
+    def _fork_child(self, request: frames.Job | None,
+                    kept_fills_fd: int | None = None) -> tuple[int, int, int, IO[bytes]]:
+        """Fork a child for the job `request` (the target's kept fills open in it), or, with
         None, a spare (`self.spare`) whose job comes through its channel: (pid, its events pipe,
-        its output pipe, its dump file)."""
+        its output pipe, its dump file). A job's child inherits the decoded frame: its spec is
+        not decoded again."""
         events_r, events_w = os.pipe()
         output_r, output_w = os.pipe()
         dump = tempfile.TemporaryFile()
-        channel, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if message is None else (None, None)
-        zygote_fds = [fd for fd in self._own_fds() if fd != keep] + [events_r, output_r]
+        channel, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM) if request is None else (None, None)
+        zygote_fds = [fd for fd in self._own_fds() if fd != kept_fills_fd] + [events_r, output_r]
         name = process_name()
         if channel is not None:
             zygote_fds.append(channel.fileno())
@@ -302,7 +311,7 @@ class Zygote:
             try:
                 from onnxlens.exporter.worker.child import run_child
 
-                run_child(self.pipeline, message, events_fd=events_w, output_fd=output_w,
+                run_child(self.pipeline, request, kept_fills_fd=kept_fills_fd, events_fd=events_w, output_fd=output_w,
                           dump_fd=dump.fileno(), zygote_pid=os.getppid(), zygote_fds=zygote_fds,
                           user_env=self.user_env, channel=spare_end)
             finally:
@@ -340,11 +349,12 @@ class Zygote:
         except OSError as error:  # no spare: jobs fork their own child
             print(f"onnxlens worker: no spare child ({error})", file=sys.stderr)
 
-    def _hand_over(self, spare: Spare, message: dict[str, Any], kept_fills_fd: int | None) -> bool:
-        """Give the spare its job (the target's kept fills with it); False if it is gone."""
+    def _hand_over(self, spare: Spare, body: bytes, kept_fills_fd: int | None) -> bool:
+        """Give the spare its job, the server's frame as it came (the target's kept fills with
+        it); False if it is gone."""
         try:
             spare.channel.setblocking(True)
-            socket.send_fds(spare.channel, [pack(message)], [kept_fills_fd] if kept_fills_fd is not None else [])
+            socket.send_fds(spare.channel, [frame_of(body)], [kept_fills_fd] if kept_fills_fd is not None else [])
         except OSError:
             return False
         spare.channel.close()
@@ -395,40 +405,50 @@ class Zygote:
         if data is None:
             return False
         try:
-            messages = job.frames.feed(data)
+            for body in job.frames.feed(data):
+                sent = frames.FROM_CHILD.decode(body)
+                self._FROM_CHILD[type(sent)](self, job, sent)
         except ProtocolError as error:
             print(f"onnxlens worker: job {job.id} sent garbage ({error}); killing it", file=sys.stderr)
             self._close_pipe(job, "events_fd")
             self._kill(job)
             return False
-        for message in messages:
-            if message.get("type") == "event":
-                event = message.get("event")
-                if isinstance(event, dict) and isinstance(event.get("stage"), str):
-                    job.stage = event["stage"]
-                    job.saving = event["stage"] == "save" and event.get("state") == "begin"
-                if job.kill_after_save and not job.saving and not job.killed:
-                    self._kill(job)
-                if not job.cancelled:
-                    self._send({"type": "event", "id": job.id, "event": event})
-            elif message.get("type") == "closure":
-                job.closure = [f for f in message.get("files") or [] if isinstance(f, str)]
-            elif message.get("type") == "result" and not job.result_sent and not job.cancelled:
-                job.result_sent = True
-                job.completes = message.get("completes") is True
-                job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
-                job.imports = [n for n in message.get("imports") or [] if isinstance(n, str)]
-                self._send({"type": "result", "id": job.id, "result": message.get("result"),
-                            "cancelled": False, "completes": job.completes})
-            elif message.get("type") == "completed" and job.verifying and not job.cancelled:
-                self._complete(job, message.get("result"))
         return True
 
-    def _complete(self, job: Child, result: Any, reason: str | None = None) -> None:
-        """The completed result (None: the child ended first; `reason` says how)."""
+    def _on_child_event(self, job: Child, sent: frames.ChildEvent) -> None:
+        if sent.stage is not None:
+            job.stage = sent.stage
+            job.saving = sent.stage == "save" and sent.state == "begin"
+        if job.kill_after_save and not job.saving and not job.killed:
+            self._kill(job)
+        if not job.cancelled:
+            self._send(frames.Event(id=job.id, event=sent.event))
+
+    def _on_closure(self, job: Child, sent: frames.Closure) -> None:
+        job.closure = [f for f in sent.files if isinstance(f, str)]
+
+    def _on_child_result(self, job: Child, sent: frames.ChildResult) -> None:
+        if job.result_sent or job.cancelled:
+            return
+        job.result_sent = True
+        job.completes = sent.completes is True
+        job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
+        job.imports = [n for n in sent.imports if isinstance(n, str)]
+        self._send(frames.Result(id=job.id, result=sent.result, completes=job.completes))
+
+    def _on_child_completed(self, job: Child, sent: frames.ChildCompleted) -> None:
+        if job.verifying and not job.cancelled:
+            self._complete(job, sent.result)
+
+    # A child's frames, by type.
+    _FROM_CHILD = {frames.ChildEvent: _on_child_event, frames.Closure: _on_closure,
+                   frames.ChildResult: _on_child_result, frames.ChildCompleted: _on_child_completed}
+
+    def _complete(self, job: Child, result: bytes | None, reason: str | None = None) -> None:
+        """The completed result's payload (None: the child ended first; `reason` says how)."""
         job.completed = True
         job.artifacts_deadline = time.monotonic() + ARTIFACTS_GRACE
-        self._send({"type": "completed", "id": job.id, "result": result, "reason": reason})
+        self._send(frames.Completed(id=job.id, result=result, reason=reason))
 
     def _on_output(self, job: Child) -> bool:
         data = self._read_pipe(job, "output_fd")
@@ -442,7 +462,7 @@ class Zygote:
             if job.forwarded >= OUTPUT_FORWARDED:
                 text += f"\n[onnxlens: output beyond {OUTPUT_FORWARDED // 1024} KB not shown]\n"
             if text:
-                self._send({"type": "log", "id": job.id, "text": text})
+                self._send(frames.Log(id=job.id, text=text))
         return True
 
     def _close_pipe(self, job: Child, name: str) -> None:
@@ -522,9 +542,9 @@ class Zygote:
         # A library's import may register ops torchlib translates (torchvision's): the tables
         # follow here, once, rather than in every child. A spare forked before lacks them.
         self._discard_spare()
-        message = self.preloader.run(after_imports=self.pipeline.refresh)
-        if message is not None:
-            self._send(message)
+        said = self.preloader.run(after_imports=self.pipeline.refresh)
+        if said is not None:
+            self._send(said)
 
     # ---- ends of children ----------------------------------------------------------------
 
@@ -577,16 +597,16 @@ class Zygote:
                 result = crash_result(job.spec, status=status, dump=dump, output=output,
                                       stage=job.stage, seconds=seconds, closure=job.closure)
             job.result_sent = True
-            self._send({"type": "result", "id": job.id, "cancelled": result is None,
-                        "result": result.to_dict() if result else None})
+            self._send(frames.Result(id=job.id, cancelled=result is None,
+                                     result=pack_payload(result) if result else None))
         elif job.verifying and not job.cancelled:
             how, _ = describe_status(status)
             self._complete(job, None, f"the export process {how} while verifying")
         job.dump.close()
         self.preloader.want(job.imports)
         del self.jobs[job.id]
-        self._send({"type": "exited", "id": job.id, "status": status,
-                    "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss})
+        self._send(frames.Exited(id=job.id, status=status, cpu_seconds=usage.ru_utime + usage.ru_stime,
+                                 max_rss_kb=usage.ru_maxrss))
 
 
 def _ended(pid: int) -> bool:
@@ -639,22 +659,20 @@ def main() -> int:
     user_env = _user_thread_env()
     # Ctrl-C in a terminal reaches the whole process group: the server decides, not us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    write_frame(replies_fd, {"type": "hello", "protocol": PROTOCOL_VERSION, "pid": os.getpid(),
-                             "python": sys.executable})
+    write_frame(replies_fd, frames.Hello(protocol=PROTOCOL_VERSION, pid=os.getpid(), python=sys.executable).encode())
     started = time.perf_counter()
     try:
         pipeline = warm_pipeline()
     except BaseException as error:  # noqa: BLE001 - reported to the server as a clear message
         traceback.print_exc()
-        write_frame(replies_fd, {"type": "fatal", "message": (
+        write_frame(replies_fd, frames.Fatal(message=(
             f"the export worker ({sys.executable}) could not load torch and the ONNX exporter: "
-            f"{type(error).__name__}: {error}")})
+            f"{type(error).__name__}: {error}")).encode())
         return 1
     from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals
 
-    write_frame(replies_fd, {"type": "ready", "versions": installed_versions(),
-                             "seconds": time.perf_counter() - started,
-                             "adapter": {"name": internals.NAME, "fallback": FALLBACK_REASON}})
+    write_frame(replies_fd, frames.Ready(versions=installed_versions(), seconds=time.perf_counter() - started,
+                                         adapter={"name": internals.NAME, "fallback": FALLBACK_REASON}).encode())
     Zygote(pipeline, requests_fd, replies_fd, user_env).serve()
     return 0
 

@@ -17,7 +17,7 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from onnxlens.exporter.types import ExportStatus
+from onnxlens.server.lsp.status import ExportStatus
 
 from .capabilities import ClientFeatures
 from .progress import Progress

@@ -23,7 +23,8 @@ from pathlib import Path
 import attrs
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import Finding, FindingsEvent, Location
+from onnxlens.exporter.events import FindingsEvent
+from onnxlens.exporter.types import Finding, Location
 from onnxlens.server.shared_findings import grouped, problem_key, with_targets
 
 from .capabilities import ClientFeatures

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onnxlens.exporter import references
+from onnxlens.exporter.events import FindingsEvent
+from onnxlens.exporter.graph_change import GraphChange, graph_change
 from onnxlens.exporter.locations.directories import not_users_directory, under_not_users
-from onnxlens.exporter.graph_change import graph_change
-from onnxlens.exporter.types import (STAGES, ExportedGraph, ExportResult, Finding, FindingsEvent, GraphChange, Location,
-                                     TargetSpec)
+from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, Finding, Location, TargetSpec
 from onnxlens.server.config import Config, load_config
 
 

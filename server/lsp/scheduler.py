@@ -19,7 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnxlens.exporter.types import CachedEvent, ExportResult, ExportStatus, FindingsEvent, ProgressEvent, StageEvent
+from onnxlens.exporter.events import FindingsEvent, StageEvent
+from onnxlens.exporter.types import ExportResult
+from onnxlens.server.events import CachedEvent, ProgressEvent
+from onnxlens.server.lsp.status import ExportStatus
 
 from .progress import Progress
 from .project import Project

@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Callable
 
 from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
+from onnxlens.server.events import EventSink
 from onnxlens.server.exports import ExportService
-from onnxlens.server.worker import EventSink
 
 
 class ServiceSlot:
@@ -52,7 +52,7 @@ class ServiceSlot:
 
     async def worker_adapter(self) -> dict:
         """The adapter of torch's internals the worker uses, once it is warm ({name, fallback},
-        exporter/protocol.py); {} if it never warms up."""
+        exporter/frames.py: Ready); {} if it never warms up."""
         worker = self.current.worker if self.current is not None else None
         if worker is None:
             return {}

@@ -18,7 +18,9 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import ExportResult, ExportStatus, FindingsEvent
+from onnxlens.exporter.events import FindingsEvent
+from onnxlens.exporter.types import ExportResult
+from onnxlens.server.lsp.status import ExportStatus
 from onnxlens.server.config import find_config
 from onnxlens.server.offload import Offload
 

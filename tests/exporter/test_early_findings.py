@@ -33,7 +33,7 @@ import torch
 import onnxlens.exporter.pipeline.traced_ops as traced_ops
 from onnxlens.exporter.onnx_pair import public_api_difference
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
-from onnxlens.exporter.types import FindingsEvent, LogEvent, StageEvent
+from onnxlens.exporter.events import FindingsEvent, LogEvent, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import EXAMPLES, line_of
 

@@ -16,7 +16,8 @@ import onnx
 import pytest
 
 from onnxlens.exporter.graph_change import graph_change
-from onnxlens.exporter.types import ExportedGraph, signed_bytes
+from onnxlens.exporter.graph_change import signed_bytes
+from onnxlens.exporter.types import ExportedGraph
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 

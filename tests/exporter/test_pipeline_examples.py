@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from onnxlens.exporter.onnx_pair import public_api_difference
-from onnxlens.exporter.types import STAGES, StageEvent
+from onnxlens.exporter.events import StageEvent
+from onnxlens.exporter.types import STAGES
 
 from tests.exporter.engine_support import shared_pipeline, spec_for
 from tests.support.workspace import copy_examples, line_of

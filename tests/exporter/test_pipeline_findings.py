@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.exporter.types import FindingsEvent, StageEvent
+from onnxlens.exporter.events import FindingsEvent, StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter.onnx_pair import named_data_file
-from onnxlens.exporter.types import StageEvent
+from onnxlens.exporter.events import StageEvent
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 

@@ -25,7 +25,7 @@ import onnxruntime
 import pytest
 from lsprotocol import types as lsp
 
-from onnxlens.exporter.types import signed_bytes
+from onnxlens.exporter.graph_change import signed_bytes
 from tests.support.lsp import EDITORS, Client
 from tests.support.tagger import pyproject, tagger
 from tests.support.workspace import line_of, write

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.exporter.types import LogEvent
+from onnxlens.exporter.events import LogEvent
 from onnxlens.server.exports import ExportService
 from tests.realworld.harness import (check, environment, errors, same_files, site_packages, stock_export,
                                      workspace)

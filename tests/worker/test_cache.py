@@ -9,7 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from onnxlens.exporter.types import CachedEvent
+from onnxlens.server.events import CachedEvent
 from onnxlens.server.cache import cache_file
 from onnxlens.server.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from onnxlens.exporter.types import StageEvent
+from onnxlens.exporter.events import StageEvent
 from onnxlens.server.exports import ExportService
 from tests.support.workspace import REPO
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
@@ -190,9 +190,11 @@ async def test_a_worker_of_another_protocol_version_is_a_clear_finding(tmp_path)
     fake = tmp_path / "python"
     fake.write_text(textwrap.dedent(f'''\
         #!{sys.executable}
-        import os, sys
-        from onnxlens.exporter.protocol import write_frame
-        write_frame(1, {{"type": "hello", "protocol": 999, "pid": os.getpid(), "python": sys.argv[0]}})
+        import os, struct, sys
+        import msgpack
+        # A frame as any version frames it: a length, then msgpack of a map with a "type".
+        body = msgpack.packb({{"type": "hello", "protocol": 999, "pid": os.getpid(), "python": sys.argv[0]}})
+        os.write(1, struct.pack(">I", len(body)) + body)
         sys.stdin.read()
     '''))
     fake.chmod(0o755)

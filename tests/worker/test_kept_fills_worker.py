@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from onnxlens.exporter.types import LogEvent
+from onnxlens.exporter.events import LogEvent
 from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
