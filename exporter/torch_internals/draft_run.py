@@ -34,7 +34,9 @@ draft_export's structured-trace records, as its report reads it. (The report's o
 not failures of stock's capture: a fake kernel that disagrees with the real one does not stop
 torch.export, and added guards only concern dynamic shapes draft_export relaxed itself.)
 
-Part of the full adapters (torch_2_13.py: `draft_export_failures`).
+Invariant: every method the run replaces is torch's own again when it ends, and torch.export then
+fails exactly as before it (tests/exporter/test_torch_internals.py). Part of the full adapters
+(torch_2_13.py: `draft_export_failures`).
 """
 
 from __future__ import annotations
