@@ -21,15 +21,14 @@ Torch-free (plain text and ast): unit tests run it on recorded stack traces.
 from onnxlens.exporter.locations.columns import (call_names_for_op, character_column, find_call, node_span,
                                                  source_line, statement_at)
 from onnxlens.exporter.locations.files import Origin, Workspace, classify, is_user_code, model_code
-from onnxlens.exporter.locations.frames import (Frame, from_faulthandler, from_stack_trace, from_traceback,
-                                                from_user_stack)
+from onnxlens.exporter.locations.frames import Frame, from_faulthandler, from_stack_trace, from_traceback
 from onnxlens.exporter.locations.nodes import (FULL_TRACE, locate_node, module_stack, node_trace, normalize_module_path,
                                                running_module)
 from onnxlens.exporter.locations.place import Place, locate, primary_frame, primary_index
 
 __all__ = [
     "FULL_TRACE", "Frame", "Origin", "Place", "Workspace", "call_names_for_op", "character_column", "classify",
-    "find_call", "from_faulthandler", "from_stack_trace", "from_traceback", "from_user_stack",
+    "find_call", "from_faulthandler", "from_stack_trace", "from_traceback",
     "is_user_code", "locate", "locate_node", "model_code", "module_stack", "node_trace", "node_span",
     "normalize_module_path", "primary_frame", "primary_index", "running_module", "source_line", "statement_at",
 ]

@@ -6,7 +6,6 @@ One `Frame` type, one parser per source, every list outermost first:
 * `from_traceback`: a Python traceback, a `traceback.StackSummary` or any list of FrameSummary
   (dynamo's `real_stack` too), with the column ranges CPython records (3.11+), in characters;
 * `from_faulthandler`: a faulthandler dump (a timeout's SIGUSR1, a fatal signal), per thread;
-* `from_user_stack`: the `user_stack` entries of torch.export.draft_export's report.
 
 Torch-free: plain text and FrameSummary-like objects.
 """
@@ -112,16 +111,3 @@ def from_faulthandler(text: str) -> list[list[Frame]]:
     threads.sort(key=lambda entry: not entry[0])  # stable: the current thread first
     # faulthandler writes the most recent call first.
     return [frames[::-1] for _, frames in threads if frames]
-
-
-def from_user_stack(entries: Iterable[dict[str, Any]] | None, files: dict[Any, str]) -> list[Frame]:
-    """draft_export's `user_stack` (outermost first). A filename there is a number of torch's
-    structured-logging intern table: `files` maps it back (a missing number stays as text)."""
-    frames = []
-    for item in entries or []:
-        if not item.get("line"):
-            continue
-        filename = item.get("filename")
-        frames.append(Frame(file=files.get(filename, str(filename)), line=int(item["line"]),
-                            func=item.get("name", "") or "", code=item.get("loc") or None))
-    return frames

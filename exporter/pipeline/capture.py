@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_stack_trace, from_traceback,
-                                         from_user_stack, is_user_code, locate)
+                                         is_user_code, locate)
 import onnxlens.exporter.pipeline.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.outputs as outputs
 from onnxlens.exporter.pipeline.dynamic_dims import check_dynamic_dims, relocate_refusal
@@ -105,10 +105,7 @@ def run(job: Job) -> None:
     further: list[FurtherProblem] = []
     # The failures draft_export carries on past (the first is torch's; it reports the next ones too).
     if any(is_data_dependent(a.error) or misses_fake_kernel(a.error) for a in captured.attempts):
-        try:
-            further += draft_failures(target.model, target.args, target.kwargs, target.dynamic_shapes)
-        except Exception as error:  # noqa: BLE001 - draft_export is a bonus; its failure is not news
-            job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
+        further += draft_problems(job, captured)
     # The higher-order op bodies behind the first one dynamo refused.
     further += bodies_past_first(target, [(a.strategy, a.error) for a in captured.attempts], job.workspace,
                                  user_frames, job.log)
@@ -140,24 +137,84 @@ def misses_fake_kernel(error: BaseException) -> bool:
     return any(internals.is_missing_fake_kernel(item) for item in exception_chain(error))
 
 
-def draft_failures(model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> list[FurtherProblem]:
-    """Each problem draft_export saw, with its chain (outermost first)."""
-    failures, files = internals.draft_export_failures(model, args, kwargs, dynamic_shapes)
-    problems = []
-    for failure in failures:
-        kind, data = failure.kind, failure.data
-        if kind not in ("DATA_DEPENDENT_ERROR", "MISSING_FAKE_KERNEL", "MISMATCHED_FAKE_KERNEL"):
+def draft_problems(job: Job, captured: Capture) -> list[FurtherProblem]:
+    """The problems behind stock's first failure, as draft_export sees them (torch_internals'
+    draft_run.py: traced as stock traces, once the earlier lines are changed): on the example
+    input's branches, and, when stock's failure is a data-dependent condition, on the other
+    branch of its line too (a change of that line may take either). Never raises: draft_export
+    is a bonus, its failure is not news."""
+    target, workspace = job.target, job.workspace
+    first = captured.attempts[0].error  # stock's: its first strategy's
+    blamed = _innermost_outside_torch(user_frames(first, workspace), workspace)
+    sides: list[Frame | None] = [None]
+    if blamed is not None and any(internals.is_data_dependent_condition(item) for item in exception_chain(first)):
+        sides.append(blamed)
+    problems: list[FurtherProblem] = []
+    for other_side_of in sides:
+        try:
+            run = internals.draft_export_failures(
+                target.model, target.args, target.kwargs, target.dynamic_shapes,
+                internal=lambda file: classify(file, workspace) is Origin.INTERNAL,
+                other_side_of=None if other_side_of is None else (os.path.realpath(other_side_of.file),
+                                                                  other_side_of.line))
+        except Exception as error:  # noqa: BLE001 - as above
+            job.log(f"draft_export could not collect more problems: {type(error).__name__}: {error}")
             continue
+        branch = ""
+        if other_side_of is not None:
+            if not run.flips:
+                continue  # the line's condition was never left undecided: no other branch was taken
+            if run.stopped is not None and _raised_by_the_model(run.stopped, workspace):
+                # A branch into the model's own `raise` (a check of the input) is no branch a change of
+                # the line takes: the model would always fail.
+                job.log(f"the other branch of {_where(other_side_of)} raises ({_headline(run.stopped)}): not reported")
+                continue
+            flip = run.flips[0]
+            branch = (f"on the other branch of {_where(other_side_of)} (`{flip.expr}` taken as {not flip.example}; "
+                      f"the example input gives {flip.example})")
+        if run.stopped is not None:
+            job.log(f"draft_export stopped ({_headline(run.stopped)}); the problems it saw before are reported")
+        found_by = "by torch.export.draft_export" + (f" {branch}" if branch else "")
+        problems.extend(FurtherProblem(description, found_by, frames) for description, frames in _draft_failures(run))
+    return problems
+
+
+def _where(frame: Frame) -> str:
+    return f"{os.path.basename(frame.file)}:{frame.line}"
+
+
+def _raised_by_the_model(error: BaseException, workspace: Workspace) -> bool:
+    """The error was raised by the model's code (a `raise` of the user's or a library's), not
+    by torch while tracing it."""
+    frames = from_traceback(error)
+    return bool(frames) and classify(frames[-1].file, workspace) is not Origin.INTERNAL
+
+
+def _draft_failures(run: Any) -> list[tuple[str, list[Frame]]]:  # run: internals.DraftRun
+    """(description, frames outermost first) for each problem of a draft run."""
+    problems = []
+    for failure in run.failures:
+        kind, data = failure.kind, failure.data
         # A stack of its own, else (an op's failure, reported once per op) each call of the op.
-        user_stack = from_user_stack(data.get("user_stack"), files)
-        chains = [user_stack] if user_stack else [from_stack_trace(trace) for trace in failure.node_traces] or [[]]
-        if kind == "DATA_DEPENDENT_ERROR":
+        stack = from_traceback(failure.stack)
+        chains = [stack] if stack else [from_stack_trace(trace) for trace in failure.node_traces] or [[]]
+        if failure.asked_again:
+            description = (f"data-dependent expression `{data.get('expr')}` asked for again (the example input "
+                           f"gives {data.get('result')}): torch.export cannot decide it for every input; "
+                           "draft_export answered it at an earlier line and kept the answer")
+        elif kind == "DATA_DEPENDENT_ERROR":
             description = (f"data-dependent expression `{data.get('expr')}` (the example input gives "
                            f"{data.get('result')}): torch.export cannot decide it for every input")
         else:
             description = f"{kind.lower().replace('_', ' ')}: {data.get('op', '')}".rstrip(": ")
-        problems.extend(FurtherProblem(description, "by torch.export.draft_export", frames) for frames in chains)
+        problems.extend((description, frames) for frames in chains)
     return problems
+
+
+def _innermost_outside_torch(frames: list[Frame], workspace: Workspace) -> Frame | None:
+    """The innermost frame of a chain that is the model's code (the user's or a library's)."""
+    outside = [frame for frame in frames if classify(frame.file, workspace) is not Origin.INTERNAL]
+    return outside[-1] if outside else None
 
 
 def findings_for_failure(capture_result: Capture, workspace: Workspace, fallback: Location | None,
@@ -237,10 +294,10 @@ def _finding_for_error(attempt: Attempt, workspace: Workspace,
 def _symbolic_argument_made(error: BaseException, frames: list[Frame], workspace: Workspace) -> SymbolicArgument | None:
     """Where the symbolic value a torch function refused was made (symbolic_arguments.py), from
     the innermost frame of the chain outside torch: the call that passed it."""
-    calls = [frame for frame in frames if classify(frame.file, workspace) is not Origin.INTERNAL]
-    if not calls:
+    call = _innermost_outside_torch(frames, workspace)
+    if call is None:
         return None
-    return symbolic_argument("\n".join(str(item) for item in exception_chain(error)), calls[-1])
+    return symbolic_argument("\n".join(str(item) for item in exception_chain(error)), call)
 
 
 def user_frames(error: BaseException, workspace: Workspace) -> list[Frame]:

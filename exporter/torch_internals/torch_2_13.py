@@ -24,6 +24,7 @@ from torch.onnx._internal.exporter import (_capture_strategies, _constants, _cor
                                            _registration)
 
 from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, recorded_override
+from onnxlens.exporter.torch_internals.draft_run import DraftFailure, DraftRun, Flip, draft_export_failures
 
 NAME = "torch_2_13"
 FULL = True  # the whole pipeline runs (public.py: the public API only)
@@ -241,6 +242,14 @@ def traced_tensors_stored() -> Iterator[list[StoredTensor]]:
 def is_data_dependent_guard(error: BaseException) -> bool:
     """torch.export needed a tensor's value to decide a guard (`if x.sum() > 0:`)."""
     return isinstance(error, torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode)
+
+
+def is_data_dependent_condition(error: BaseException) -> bool:
+    """A data-dependent guard on a condition (a branch: `if boxes.numel() > 4000:`), not on an
+    integer (`len(rois)`, "Could not extract specialized integer")."""
+    from sympy.logic.boolalg import Boolean  # relations are Booleans
+
+    return is_data_dependent_guard(error) and isinstance(getattr(error, "cond", None), Boolean)
 
 
 @dataclass
@@ -477,34 +486,6 @@ def is_missing_fake_kernel(error: BaseException) -> bool:
     from torch._subclasses.fake_tensor import UnsupportedOperatorException
 
     return isinstance(error, UnsupportedOperatorException) or "no fake impl registered" in str(error)
-
-
-@dataclass
-class DraftFailure:
-    kind: str  # "DATA_DEPENDENT_ERROR", "GUARD_ADDED", "MISSING_FAKE_KERNEL", ...
-    data: dict = field(default_factory=dict)  # "expr", "result", "op", "user_stack", ...
-    node_traces: list[str] = field(default_factory=list)  # an op's failure: the stack traces of its calls
-
-
-def draft_export_failures(model: Any, args: tuple, kwargs: dict,
-                          dynamic_shapes: Any) -> tuple[list[DraftFailure], dict[int, str]]:
-    """The problems torch.export.draft_export saw, and its file table (a user stack names files by
-    number). Its program bakes in the example's branch: it is dropped here, never shipped."""
-    from torch._logging.structured import INTERN_TABLE
-
-    program = torch.export.draft_export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
-    report = getattr(program, "_report", None)
-    if report is None:
-        return [], {}
-    # A failure of an op (a missing fake kernel) comes without a stack: its calls in the program have one.
-    calls: dict[str, list[str]] = {}
-    for node in program.graph.nodes:
-        if node.op == "call_function" and node.meta.get("stack_trace"):
-            calls.setdefault(str(node.target), []).append(node.meta["stack_trace"])
-    failures = [DraftFailure(getattr(failure.failure_type, "name", str(failure.failure_type)), failure.data or {},
-                             calls.get(str((failure.data or {}).get("op")), []))
-                for failure in report.failures]
-    return failures, {number: name for name, number in INTERN_TABLE.items()}
 
 
 @contextlib.contextmanager
@@ -1102,6 +1083,14 @@ PIECES = (
     "torch.export.exported_program.ExportedProgram._get_flat_args_with_check",
     "torch.export.exported_program.ExportedProgram._graph_module_flat_inputs",
     "torch.export.draft_export",
+    "torch.export._draft_export.CaptureStructuredTrace",
+    "torch.export._draft_export._export",
+    "torch._functorch.config.generate_fake_kernels_from_real_mismatches",
+    "torch._subclasses.fake_tensor.FakeTensorMode._maybe_infer_fake_kernel_from_pytree_out",
+    "torch._subclasses.fake_tensor.MetadataMismatchError",
+    "torch.fx.experimental.symbolic_shapes.ShapeEnv._log_real_tensor_propagation",
+    "torch.fx.experimental.symbolic_shapes.ShapeEnv.evaluate_expr",
+    "torch.fx.experimental.symbolic_shapes.free_unbacked_symbols",
     "torch.export.dynamic_shapes.Dim",
     "torch.export.dynamic_shapes._DerivedDim",
     "torch.export.dynamic_shapes._DimHint",
@@ -1111,7 +1100,6 @@ PIECES = (
     "torch._subclasses.fake_tensor.UnsupportedOperatorException",
     "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode",
     "torch.fx.experimental._config.backed_size_oblivious",
-    "torch._logging.structured.INTERN_TABLE",
     "torch.fx.proxy._STACK_TRACE_ANCHORS",
     "torch.fx.proxy.TracerBase.create_proxy",
     "torch.fx.experimental.proxy_tensor.make_fx",
@@ -1137,7 +1125,7 @@ PIECES = (
 # The adapter's interface: what every full adapter defines (tests/exporter/test_torch_internals.py).
 __all__ = [
     "NAME", "FULL", "PIECES", "DEFAULT_OPSET", "TORCHLIB_OPSET",
-    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "hop_bodies_checked_past_failures", "HopBodyOutput", "hop_body_output_failure", "DraftFailure", "draft_export_failures",
+    "CAPTURE_STRATEGIES", "Captured", "capture", "SizeFact", "SuggestedFix", "ShapeFacts", "shape_facts_recorded", "StoredTensor", "traced_tensors_stored", "is_data_dependent_guard", "is_missing_fake_kernel", "HopBodyFailure", "hop_body_failure", "hop_bodies_checked_past_failures", "HopBodyOutput", "hop_body_output_failure", "DraftFailure", "DraftRun", "Flip", "draft_export_failures", "is_data_dependent_condition",
     "stack_frames_kept", "nodes_observed", "ops_intercepted", "reset_codegen_counter", "onnx_exporting",
     "is_op_overload", "is_higher_order_op", "is_torch_op", "overloads", "op_base_name", "op_name", "is_onnx_op",
     "dispatch", "returns_without_mutating", "composite_implicit_decomposition", "keeps_op", "dispatch_mode_base",

@@ -114,19 +114,6 @@ def test_fx_stack_trace_of_strict_capture_keeps_code_lines_not_carets(root):
     assert all(not (f.code or "").startswith("^") for f in frames)
 
 
-def test_draft_export_user_stacks_name_their_files_through_the_intern_table(root):
-    stack = DATA["draft_export"]
-    files = {int(number): name.replace("{workspace}", str(root)).replace("{site_packages}", SITE)
-             for number, name in stack["files"].items()}
-    frames = locations.from_user_stack(stack["user_stack"], files)
-    assert [(os.path.basename(f.file), f.func) for f in frames] == [
-        ("module.py", "_wrapped_call_impl"), ("module.py", "_call_impl"), ("model.py", "forward")]
-    assert frames[-1].line == line_of(root / "model.py", "# dd-line")
-    assert frames[-1].code == "if x.sum() > 0:  # dd-line"
-    place = locations.locate(frames, Workspace(str(root)))
-    assert place.location.line == line_of(root / "model.py", "# dd-line") and place.related == []
-
-
 def _raise_from_workspace(root: Path) -> BaseException:
     path = root / "raiser.py"
     path.write_text('def boom():\n    größe = 4; raise ValueError(f"no weights for {größe}")  # raise\n')

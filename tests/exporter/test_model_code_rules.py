@@ -101,7 +101,9 @@ def workspace(tmp_path_factory):
 
 def test_a_torch_module_exported_as_the_model_shows_its_data_dependent_line(workspace):
     result = run_target(workspace, "torch_modules.py:adaptive", "torch_modules.py:adaptive_inputs")
-    [finding] = result.findings
+    # Stock's failure; the line behind it is test_past_first_failure.py's.
+    finding, *behind = result.findings
+    assert all(f.message.startswith("found past the first failure") for f in behind)
     adaptive = library_file("torch.nn.modules.adaptive")
     models = workspace / "torch_modules.py"
     assert finding.code == "torch-export"

@@ -131,3 +131,32 @@ def test_every_call_of_an_op_without_a_fake_kernel_is_a_finding(tmp_path):
     assert [f.location.line for f in findings] == [line_of(source, "foo(a, b)"), line_of(source, "foo(res, b)")]
     assert findings[1].message.startswith("found past the first failure by torch.export.draft_export: "
                                           "missing fake kernel: onnxlens_twice.foo.default")
+
+
+def test_a_line_behind_the_first_in_torchs_own_module_is_found(tmp_path):
+    """torch's nn.AdaptiveLogSoftmaxWithLoss is the model (its code is torch's: shown as the
+    model's code, files.py `model_code`). Stock stops at `if row_indices.numel() == 0:`; with
+    that line changed to `if False:` in a copy of torch/nn/modules/adaptive.py (line numbers kept),
+    stock torch.export, non-strict and strict, stops at `if used_rows != batch_size:` (Ne(u0 + u1,
+    4)). draft_export's own report names a problem by its innermost frames outside torch's
+    directory, which torch's module is in: only the run's own stacks see that line."""
+    write(tmp_path, "softmax.py", '''
+        import torch
+        from torch import nn
+
+
+        def build():
+            return nn.AdaptiveLogSoftmaxWithLoss(8, 10, cutoffs=[4]).eval()
+
+
+        def inputs():
+            return (torch.randn(4, 8), torch.tensor([1, 2, 5, 7]))  # two targets in each cluster
+    ''')
+    result = shared_pipeline().run(spec_for(tmp_path, "softmax", "softmax.py:build", "softmax.py:inputs"))
+    import torch.nn.modules.adaptive as adaptive
+    module = Path(adaptive.__file__).resolve()
+    findings = [f for f in result.findings if f.code == "torch-export"]
+    innermost = [(Path(f.related[0].file).resolve(), f.related[0].line) for f in findings]
+    assert innermost == [(module, line_of(module, "if row_indices.numel() == 0:")),
+                         (module, line_of(module, "if used_rows != batch_size:"))]
+    assert findings[1].message.startswith("found past the first failure by torch.export.draft_export: ")

@@ -118,3 +118,59 @@ def test_translating_every_node_reports_each_failure_and_leaves_the_stock_transl
     internals.translation_failures(plain, registry)
     assert not internals.translation_failures(plain, registry)
     assert internals.translate(plain, registry, internals.DEFAULT_OPSET).model_proto.SerializeToString() == first
+
+
+class _Threshold(torch.nn.Module):
+    def forward(self, x):
+        kept = x[x > 0]
+        if kept.numel() > 4:  # the example (6 positive values) takes this branch
+            return kept * 2
+        if kept.max() > 1:  # the other branch asks for a value of its own
+            return kept * 3
+        return kept
+
+
+def test_a_draft_run_takes_the_other_branch_and_leaves_torch_as_it_found_it():
+    """`draft_export_failures` replaces methods of torch's shape environment, fake tensor mode and
+    draft_export while it runs (torch_internals/draft_run.py): afterwards every one is torch's own
+    again and torch.export fails exactly as before. With `other_side_of`, the condition on that
+    line takes the branch the example does not, and the problem behind it is seen."""
+    if not internals.FULL:
+        pytest.skip("the public path has no adapter")
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.export import _draft_export
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    import inspect
+
+    source = inspect.getsourcefile(_Threshold)
+    lines, first = inspect.getsourcelines(_Threshold)
+    condition, behind = (first + next(i for i, text in enumerate(lines) if needle in text)
+                         for needle in ("if kept.numel() > 4:", "if kept.max() > 1:"))
+    args = (torch.tensor([1.0, 2.0, -1.0, 3.0, 4.0, 5.0, 6.0]),)
+
+    def stock_error() -> str:
+        captured = internals.capture("non-strict", _Threshold(), args, {}, None)
+        assert captured.program is None
+        return f"{type(captured.error).__name__}: {captured.error}"
+
+    def torch_pieces() -> list:
+        return [ShapeEnv.__dict__["evaluate_expr"], ShapeEnv.__dict__["_log_real_tensor_propagation"],
+                FakeTensorMode.__dict__["_maybe_infer_fake_kernel_from_pytree_out"],
+                _draft_export.CaptureStructuredTrace, _draft_export._export]
+
+    before, pieces = stock_error(), torch_pieces()
+
+    def lines_of(run) -> list[int]:
+        return [frames[-1].lineno for frames in ([s for s in failure.stack if s.filename == source]
+                                                 for failure in run.failures) if frames]
+
+    internal = lambda file: file != source  # noqa: E731 - the model is the only code that is not torch's here
+    example_side = internals.draft_export_failures(_Threshold(), args, {}, None, internal=internal)
+    assert lines_of(example_side) == [condition] and example_side.flips == []
+    other_side = internals.draft_export_failures(_Threshold(), args, {}, None, internal=internal,
+                                                 other_side_of=(source, condition))
+    assert [flip.example for flip in other_side.flips] == [True] and other_side.flips[0].expr.endswith(" > 4")
+    assert lines_of(other_side) == [behind]
+    assert torch_pieces() == pieces
+    assert stock_error() == before
