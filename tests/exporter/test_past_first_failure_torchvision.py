@@ -1,4 +1,4 @@
-"""The problems behind the first on torchvision's detection models (issue 18, item 2): each line
+"""The problems behind the first on torchvision's detection models: each line
 stock fails on once the lines before it are changed is a finding of its own, marked as found past
 the first failure, and the first finding is stock's.
 
@@ -34,6 +34,10 @@ import pytest
 
 from benchmarks.zoo.score import interpreter
 from tests.support.workspace import line_of
+
+# Each model runs in `onnxlens check` of the vision environment, torch 2.14.1 whatever torch runs
+# this suite: once per CI run is enough (the torch matrix deselects it).
+pytestmark = [pytest.mark.slow, pytest.mark.own_torch]
 
 PAST = "found past the first failure by torch.export.draft_export"
 
