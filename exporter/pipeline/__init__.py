@@ -34,22 +34,22 @@ import contextlib
 import time
 from typing import Callable, Iterator, NamedTuple
 
-import onnxlens.exporter.pipeline.absent_modules as absent_modules
-import onnxlens.exporter.pipeline.artifacts as artifacts
-import onnxlens.exporter.pipeline.capture as capture
-import onnxlens.exporter.pipeline.check as check
-import onnxlens.exporter.pipeline.decompose as decompose
-import onnxlens.exporter.pipeline.load as load
-import onnxlens.exporter.pipeline.opened_files as opened_files
-import onnxlens.exporter.pipeline.optimize as optimize
-import onnxlens.exporter.pipeline.public_export as public_export
-import onnxlens.exporter.pipeline.save as save
-import onnxlens.exporter.pipeline.scan as scan
-import onnxlens.exporter.pipeline.translate as translate
-import onnxlens.exporter.pipeline.verify as verify
-import onnxlens.exporter.pipeline.weights as weights
+import onnxlens.exporter.pipeline.target.absent_modules as absent_modules
+import onnxlens.exporter.pipeline.output.artifacts as artifacts
+import onnxlens.exporter.pipeline.stages.capture as capture
+import onnxlens.exporter.pipeline.stages.check as check
+import onnxlens.exporter.pipeline.stages.decompose as decompose
+import onnxlens.exporter.pipeline.stages.load as load
+import onnxlens.exporter.pipeline.target.opened_files as opened_files
+import onnxlens.exporter.pipeline.stages.optimize as optimize
+import onnxlens.exporter.pipeline.stages.public_export as public_export
+import onnxlens.exporter.pipeline.stages.save as save
+import onnxlens.exporter.pipeline.stages.scan as scan
+import onnxlens.exporter.pipeline.stages.translate as translate
+import onnxlens.exporter.pipeline.stages.verify as verify
+import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.events import PipelineEvent, PipelineEventSink
-from onnxlens.exporter.pipeline.errors import internal_finding
+from onnxlens.exporter.pipeline.findings.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals

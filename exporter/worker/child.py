@@ -35,9 +35,9 @@ import traceback
 from typing import Any, NoReturn
 
 from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
-from onnxlens.exporter.pipeline import artifacts
+from onnxlens.exporter.pipeline.output import artifacts
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
+from onnxlens.exporter.pipeline.target.code import modules_not_from_the_zygote
 from onnxlens.exporter import frames
 from onnxlens.exporter.frames import pack_payload, unpack_payload
 from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame

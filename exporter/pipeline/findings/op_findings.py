@@ -20,8 +20,8 @@ from onnxlens.exporter.locations import (Frame, Place, Workspace, call_names_for
 from onnxlens.exporter.locations.columns import first_non_blank
 from onnxlens.exporter.locations.names import calling_library_frame, library_function, module_list
 from onnxlens.exporter.locations.place import primary_index
-from onnxlens.exporter.pipeline.op_sources import OpSource, op_source
-from onnxlens.exporter.pipeline.stacks import full_stack_trace
+from onnxlens.exporter.pipeline.tracing.op_sources import OpSource, op_source
+from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer, Finding, Location, Related, TranslationStub
 
