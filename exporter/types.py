@@ -183,7 +183,7 @@ class TargetSpec(Plain):
 
     @property
     def graph_output(self) -> str:
-        """Where a weights-free model's graph-only .onnx goes (pipeline/output/graph_only.py):
+        """Where a weights-free model's graph-only .onnx goes (pipeline/target/graph_only.py):
         `<name>.graph.onnx` next to `output`, which a file without weights must never replace."""
         stem = self.output[:-len(".onnx")] if self.output.endswith(".onnx") else self.output
         return f"{stem}.graph.onnx"

@@ -15,7 +15,7 @@ import onnxlens.exporter.verify.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import Workspace, locate_node, module_stack, node_trace
 from onnxlens.exporter.types import Finding, FirstMismatch, Location, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
-from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY
+from onnxlens.exporter.protocol import OUT_OF_MEMORY
 
 
 def describe(divergence: Divergence) -> FirstMismatch:

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from onnxlens.exporter.pipeline.findings.errors import exception_chain
-from onnxlens.exporter.pipeline.output.graph_only import checkable
+from onnxlens.exporter.pipeline.target.graph_only import checkable
 from onnxlens.exporter.pipeline.target.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of

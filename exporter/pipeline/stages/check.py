@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-import onnxlens.exporter.pipeline.output.graph_only as graph_only
+import onnxlens.exporter.pipeline.target.graph_only as graph_only
 from onnxlens.exporter.pipeline.findings.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 

@@ -69,7 +69,7 @@ from typing import Any, Iterator
 import onnx
 
 from onnxlens.exporter import atomic, onnx_pair, written
-import onnxlens.exporter.pipeline.output.graph_only as graph_only
+import onnxlens.exporter.pipeline.target.graph_only as graph_only
 import onnxlens.exporter.pipeline.output.source_paths as source_paths
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import ExportResult, Finding, WrittenFile
