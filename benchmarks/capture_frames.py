@@ -46,7 +46,7 @@ def main() -> None:
     import torch
 
     from onnxlens.exporter.locations import Workspace
-    from onnxlens.exporter.pipeline import stacks
+    from onnxlens.exporter.pipeline.tracing import stacks
 
     torch.set_num_threads(1)  # as in the zygote's children
     print("| model | plain torch.export (CPU) | with helper frames (CPU) | ratio of medians | ratio of minima "

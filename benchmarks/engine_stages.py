@@ -78,7 +78,7 @@ def main() -> None:
     import torch
 
     import onnxlens.exporter.pipeline as pipeline_module
-    import onnxlens.exporter.pipeline.lines as lines
+    import onnxlens.exporter.pipeline.output.lines as lines
     from onnxlens.exporter.pipeline import Pipeline
     from onnxlens.exporter.types import TargetSpec
 

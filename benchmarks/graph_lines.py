@@ -46,9 +46,10 @@ sys.path.insert(0, str(REPO))
 from benchmarks.run import machine  # noqa: E402
 from onnxlens.exporter.graph_change import graph_change  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
-from onnxlens.exporter.pipeline import graph_summary, line_values  # noqa: E402
-from onnxlens.exporter.pipeline import lines as lines_module  # noqa: E402
-from onnxlens.exporter.pipeline.stacks import full_traces  # noqa: E402
+from onnxlens.exporter.pipeline.output import graph_summary  # noqa: E402
+from onnxlens.exporter.pipeline.tracing import line_values  # noqa: E402
+from onnxlens.exporter.pipeline.output import lines as lines_module  # noqa: E402
+from onnxlens.exporter.pipeline.tracing.stacks import full_traces  # noqa: E402
 from onnxlens.exporter.report.change_section import change_section  # noqa: E402
 from onnxlens.exporter.types import ExportedGraph, LineInfo, TargetSpec  # noqa: E402
 from onnxlens.server.lsp.exported_text import ExportedText, unchanged_lines  # noqa: E402
@@ -89,7 +90,7 @@ def models(scratch: Path) -> list[Model]:
 
 def base_line_infos() -> types.ModuleType:
     """lines.py as it was before the feature, as a module (its `line_infos`)."""
-    source = subprocess.run(["git", "show", f"{BASE_COMMIT}:exporter/pipeline/lines.py"], cwd=REPO,
+    source = subprocess.run(["git", "show", f"{BASE_COMMIT}:exporter/pipeline/output/lines.py"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
     module = types.ModuleType("lines_before")
     exec(compile(source, "lines_before.py", "exec"), module.__dict__)

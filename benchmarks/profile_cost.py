@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.graph_lines import columns, main_over_models  # noqa: E402
 from benchmarks.run import machine  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
-from onnxlens.exporter.pipeline import line_costs  # noqa: E402
+from onnxlens.exporter.pipeline.output import line_costs  # noqa: E402
 from onnxlens.exporter.verify import verify  # noqa: E402
 from onnxlens.exporter.verify.profiling import Profiler  # noqa: E402
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import struct
 from typing import Any
 
@@ -31,6 +32,14 @@ PRELOAD_DENY_VARIABLE = "ONNXLENS_PRELOAD_DENY"
 
 # Exit status of a child whose own onnxlens code failed (not the user's code).
 INTERNAL_ERROR_STATUS = 70
+
+# What allocators say when the address-space cap (RLIMIT_AS) or the machine runs out: in a
+# crashed child's output (worker/crashes.py), a child's error (worker/child.py), onnxruntime's
+# error in verification (verify/findings.py).
+OUT_OF_MEMORY = re.compile(
+    r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory",
+    re.IGNORECASE,
+)
 
 # A spare's process names (ps, top, psutil's name()) until it takes a job: tests, benchmarks and
 # people tell it from a job's child by them. WARMING_NAME from its first instant (the zygote takes

@@ -21,7 +21,7 @@ from typing import Any
 
 from onnxlens.exporter.plain import Plain
 
-# TargetSpec.source_paths: how the saved .onnx names source files (pipeline/source_paths.py).
+# TargetSpec.source_paths: how the saved .onnx names source files (pipeline/output/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
 # TargetSpec.verify_inputs: what verification runs on (exporter/verify/small_inputs.py).
 VERIFY_INPUTS = ("example", "small")
@@ -177,13 +177,13 @@ class TargetSpec(Plain):
     input_names: list[str] | None = None
     output_names: list[str] | None = None
     memory_limit_mb: int | None = None  # child address-space cap; None: no cap
-    source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/source_paths.py)
+    source_paths: str = "absolute"  # paths in the saved stack traces (pipeline/output/source_paths.py)
     extra_decompositions: list[str] | None = None  # ops decomposed with torch's decompositions the exporter does not apply
     profile: bool = False  # onnxruntime's profiler on the verification run: what each line costs (InferenceCost)
 
     @property
     def graph_output(self) -> str:
-        """Where a weights-free model's graph-only .onnx goes (pipeline/graph_only.py):
+        """Where a weights-free model's graph-only .onnx goes (pipeline/target/graph_only.py):
         `<name>.graph.onnx` next to `output`, which a file without weights must never replace."""
         stem = self.output[:-len(".onnx")] if self.output.endswith(".onnx") else self.output
         return f"{stem}.graph.onnx"
@@ -211,7 +211,7 @@ class TargetSpec(Plain):
 @dataclass
 class LineInfo(Plain):
     """What one source line became in the export: for hover, code lens, inlay hints and the
-    graph's change since the last export (exporter/pipeline/lines.py, line_values.py)."""
+    graph's change since the last export (exporter/pipeline/output/lines.py, line_values.py)."""
 
     file: str
     line: int
@@ -240,7 +240,7 @@ class GraphValue(Plain):
 
 @dataclass
 class FixedAxis(Plain):
-    """A dimension declared dynamic that the model's code fixed to one size (pipeline/dynamic_dims.py)."""
+    """A dimension declared dynamic that the model's code fixed to one size (pipeline/findings/dynamic_dims.py)."""
 
     input: str  # the input's name in the dynamic-shapes spec
     dim: int
@@ -251,7 +251,7 @@ class FixedAxis(Plain):
 @dataclass
 class GraphSummary(Plain):
     """The exported graph in brief: what the next export of the target is compared with
-    (exporter/pipeline/graph_summary.py builds it, exporter/graph_change.py compares two)."""
+    (exporter/pipeline/output/graph_summary.py builds it, exporter/graph_change.py compares two)."""
 
     ops: dict[str, int] = field(default_factory=dict)  # ONNX op type -> count, subgraphs included
     initializer_bytes: int = 0
@@ -310,7 +310,7 @@ class ExportResult(Plain):
     findings: list[Finding] = field(default_factory=list)
     closure: list[str] = field(default_factory=list)  # workspace files the target imported
     # Where the modules the target looked for in the workspace and did not find would be
-    # (pipeline/absent_modules.py): their appearance changes what it exports.
+    # (pipeline/target/absent_modules.py): their appearance changes what it exports.
     absent: list[str] = field(default_factory=list)
     lines: list[LineInfo] = field(default_factory=list)
     node_count: int | None = None
@@ -363,7 +363,7 @@ class ExportResult(Plain):
 @dataclass
 class LineCost(Plain):
     """What one source line costs at inference: the time onnxruntime's kernels for its nodes took
-    in the profiled verification run (exporter/pipeline/line_costs.py)."""
+    in the profiled verification run (exporter/pipeline/output/line_costs.py)."""
 
     file: str
     line: int

@@ -5,7 +5,7 @@ the key it was computed under. The key is the sha256 of
 * the content of every file of the target's closure (the workspace files the last export
   imported or opened, plus the files its references name),
 * which of the paths where a module it looked for in the workspace and did not find would be
-  (`ExportResult.absent`, exporter/pipeline/absent_modules.py) exist: none when stored, so
+  (`ExportResult.absent`, exporter/pipeline/target/absent_modules.py) exist: none when stored, so
   writing the missing `helpers.py` is a miss,
 * the TargetSpec (every option, the output paths),
 * what the worker's interpreter has installed (server/installed.py: the names importable from

@@ -15,6 +15,17 @@
 * Fix-its: the worker's proposals (exporter/proposals/) are a wing, importing no module of the
   pipeline's; the server's fix-its (server/fixits/) are LSP-free, importing nothing of
   server/lsp/ (nor pygls, lsprotocol).
+* The pipeline (exporter/pipeline/): each stage of the stage table (types.STAGES, and the public
+  path's public_export) is a module of pipeline/stages/ with a `run(job)`, and that package holds
+  nothing else; the helpers are in wings by concern (pipeline/findings/, tracing/, output/,
+  target/, beside exporter/verify/ and exporter/proposals/). No module outside pipeline/stages/
+  imports a stage but the pipeline's own __init__ (which builds the stage table): stages import
+  wings, wings never import stages.
+* No import cycle between exporter's packages: a module's package imports (statically, as above)
+  never lead back to it through packages beside it (a package's edges to the packages inside or
+  around it do not count: pipeline/__init__ imports its stages, which import pipeline/job.py).
+* Small folders: no folder of exporter/ holds more than 12 modules (`__init__.py` not counted);
+  exporter/ itself, the modules shared with the server, is held at its 13.
 * One rule in one place: the names of the directories that hold none of the user's code are
   spelled in exporter/locations/directories.py only, and the ids of the server's commands in
   server/lsp/command_ids.py only.
@@ -338,3 +349,85 @@ def test_the_spelling_check_finds_a_spelling():
     # Sanity: the checks above would see a module spelling a name of the rule.
     assert ".venv" in _string_constants(MODULES[RULE_OF_DIRECTORIES])
     assert _spelled_outside("onnxlens.server.lsp.commands", {".venv"})
+
+
+PIPELINE = "onnxlens.exporter.pipeline"
+STAGES_PACKAGE = f"{PIPELINE}.stages"
+MOST_MODULES = 12
+# exporter/ itself: the torch-free modules the server imports too (types, events, frames, plain,
+# protocol ...) and the exporter's shared pieces; held where it is, not to grow.
+MOST_MODULES_AT = {REPO / "exporter": 13}
+
+
+def _package_of(module: str) -> str:
+    return module if MODULES[module].name == "__init__.py" else module.rsplit(".", 1)[0]
+
+
+def _defines(path: Path, function: str) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body)
+
+
+def test_each_stage_is_a_module_of_the_stages_package_with_run():
+    from onnxlens.exporter.types import STAGES
+
+    stages = {module.rsplit(".", 1)[1] for module in MODULES if module.startswith(STAGES_PACKAGE + ".")}
+    assert stages == {*STAGES, "public_export"}, "pipeline/stages/ holds the stages, and only them"
+    for stage in stages:
+        path = MODULES[f"{STAGES_PACKAGE}.{stage}"]
+        assert _defines(path, "run"), f"{path} has no run(job)"
+
+
+def _stage_importers(graph: dict[str, set[str]]) -> list[str]:
+    """Modules outside the stages package that import a stage, but the pipeline's __init__."""
+    return sorted(f"{module} imports {stage}" for module, imported in graph.items()
+                  if not module.startswith(STAGES_PACKAGE) and module != PIPELINE
+                  for stage in imported if stage.startswith(STAGES_PACKAGE + "."))
+
+
+def test_wings_never_import_a_stage():
+    assert not (found := _stage_importers(_graph())), "\n".join(found)
+
+
+def test_the_stage_import_check_finds_a_wing_importing_a_stage():
+    graph = {f"{PIPELINE}.findings.errors": {f"{STAGES_PACKAGE}.capture"}, PIPELINE: {f"{STAGES_PACKAGE}.load"}}
+    assert _stage_importers(graph) == [f"{PIPELINE}.findings.errors imports {STAGES_PACKAGE}.capture"]
+
+
+def _package_graph(graph: dict[str, set[str]], package_of) -> dict[str, set[str]]:
+    """Package -> the packages beside it (neither inside nor around it) that its modules import."""
+    def nested(a: str, b: str) -> bool:
+        return a.startswith(b + ".") or b.startswith(a + ".")
+
+    packages: dict[str, set[str]] = {}
+    for module, imported in graph.items():
+        edges = packages.setdefault(package_of(module), set())
+        edges.update(other for other in map(package_of, imported)
+                     if other != package_of(module) and not nested(other, package_of(module)))
+    return packages
+
+
+def test_no_import_cycle_between_the_exporters_packages():
+    graph = {module: imported for module, imported in _graph().items() if module.startswith("onnxlens.exporter")}
+    packages = _package_graph(graph, _package_of)
+    # Sanity: the stages reach the wings, or an empty graph would pass.
+    assert {f"{PIPELINE}.findings", f"{PIPELINE}.target"} <= packages[STAGES_PACKAGE]
+    cycles = _cycles(packages)
+    assert not cycles, "import cycles between packages:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_the_package_cycle_check_finds_a_cycle_between_wings():
+    graph = {"p.a.x": {"p.b.y"}, "p.b.y": {"p.a.z"}, "p.a.z": set(), "p.job": {"p.a.x"}}
+    packages = _package_graph(graph, lambda module: module.rsplit(".", 1)[0])
+    assert _cycles(packages) == [["p.a", "p.b"]]
+
+
+def test_no_folder_of_the_exporter_holds_more_than_twelve_modules():
+    folders = {path.parent for module, path in MODULES.items() if module.startswith("onnxlens.exporter")}
+    assert len(folders) > 10, "the exporter's folders are not where the layout says"
+    crowded = {}
+    for folder in folders:
+        count = sum(1 for path in folder.glob("*.py") if path.name != "__init__.py")
+        if count > MOST_MODULES_AT.get(folder, MOST_MODULES):
+            crowded[str(folder.relative_to(REPO))] = count
+    assert not crowded, f"folders over {MOST_MODULES} modules: {crowded}"

@@ -10,7 +10,7 @@ innermost frame of the workspace, and without one there is none (the caller puts
 the model's definition; the library frames are still the related chain).
 
 The trace read is the full one (`node_trace`): the stock `stack_trace` lacks the helper
-functions, the user's and the libraries', that capture kept aside (pipeline/stacks.py).
+functions, the user's and the libraries', that capture kept aside (pipeline/tracing/stacks.py).
 
 Torch-free on purpose (plain text and ast): it works on the metadata only.
 """
@@ -27,7 +27,7 @@ from onnxlens.exporter.locations.frames import Frame, from_stack_trace
 from onnxlens.exporter.locations.place import Place, locate
 
 # Where capture's full trace (helper frames included) is kept when the stock `stack_trace` must
-# stay as torch recorded it (byte identity of the ONNX metadata; pipeline/stacks.py).
+# stay as torch recorded it (byte identity of the ONNX metadata; pipeline/tracing/stacks.py).
 FULL_TRACE = "onnxlens_stack_trace"
 
 # The root's own prefixes: strict capture's `L['self']`, and the wrapper non-strict capture

@@ -4,7 +4,8 @@ then verify after the result.
 One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
 (tables.py); each run builds a private registry copy with the target's custom translations.
-Each stage is one module with a `run(job)` over the typed `Job` (job.py).
+Each stage is one module of stages/ with a `run(job)` over the typed `Job` (job.py); the helpers
+they share are wings beside them (findings/, tracing/, output/, target/), which import no stage.
 
 The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True, ...)` step by
 step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
@@ -12,9 +13,9 @@ version conversion, optimize, renames, save with external data), asked of the ad
 installed torch's internals (torch_internals/), so the files are
 byte-identical to the public API's; what differs is what happens on failure: every problem is
 reported, on the user's line, and nothing is written. A model whose weights have no data (meta
-device, FakeTensors: weights.py) takes the same path without the steps that read weights and
-ends with a graph-only .onnx (graph_only.py) and a `weights-free` note saying so. A torch
-without an adapter takes the public path (PUBLIC_STAGE_ORDER, public_export.py) with a
+device, FakeTensors: target/weights.py) takes the same path without the steps that read weights and
+ends with a graph-only .onnx (target/graph_only.py) and a `weights-free` note saying so. A torch
+without an adapter takes the public path (PUBLIC_STAGE_ORDER, stages/public_export.py) with a
 `torch-version` note on every export.
 
 Verification comes after the result (`finish`): the result (the saved model, the findings of
@@ -22,9 +23,9 @@ every stage that can fail the export) is what the editor waits for; onnxruntime'
 example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
 saved, so a worker child sends the result first and the completed (verified) result when it
 ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
-their content (save.py, `name_by_content`: the hashing is off the result's path).
+their content (stages/save.py, `name_by_content`: the hashing is off the result's path).
 
-Never raises: our own bugs become findings of the stage they happened in (errors.py). This
+Never raises: our own bugs become findings of the stage they happened in (findings/errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
 """
 
@@ -34,22 +35,22 @@ import contextlib
 import time
 from typing import Callable, Iterator, NamedTuple
 
-import onnxlens.exporter.pipeline.absent_modules as absent_modules
-import onnxlens.exporter.pipeline.artifacts as artifacts
-import onnxlens.exporter.pipeline.capture as capture
-import onnxlens.exporter.pipeline.check as check
-import onnxlens.exporter.pipeline.decompose as decompose
-import onnxlens.exporter.pipeline.load as load
-import onnxlens.exporter.pipeline.opened_files as opened_files
-import onnxlens.exporter.pipeline.optimize as optimize
-import onnxlens.exporter.pipeline.public_export as public_export
-import onnxlens.exporter.pipeline.save as save
-import onnxlens.exporter.pipeline.scan as scan
-import onnxlens.exporter.pipeline.translate as translate
-import onnxlens.exporter.pipeline.verify as verify
-import onnxlens.exporter.pipeline.weights as weights
+import onnxlens.exporter.pipeline.target.absent_modules as absent_modules
+import onnxlens.exporter.pipeline.output.artifacts as artifacts
+import onnxlens.exporter.pipeline.stages.capture as capture
+import onnxlens.exporter.pipeline.stages.check as check
+import onnxlens.exporter.pipeline.stages.decompose as decompose
+import onnxlens.exporter.pipeline.stages.load as load
+import onnxlens.exporter.pipeline.target.opened_files as opened_files
+import onnxlens.exporter.pipeline.stages.optimize as optimize
+import onnxlens.exporter.pipeline.stages.public_export as public_export
+import onnxlens.exporter.pipeline.stages.save as save
+import onnxlens.exporter.pipeline.stages.scan as scan
+import onnxlens.exporter.pipeline.stages.translate as translate
+import onnxlens.exporter.pipeline.stages.verify as verify
+import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.events import PipelineEvent, PipelineEventSink
-from onnxlens.exporter.pipeline.errors import internal_finding
+from onnxlens.exporter.pipeline.findings.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals
@@ -83,7 +84,7 @@ STAGE_ORDER = tuple(Stage(name, _RUNS[name], name in _EXPORTING, settles=name ==
 FINISHING_ORDER = tuple(Stage(name, _RUNS[name], False) for name in _FINISHING)
 
 # A torch without an adapter of its internals (torch_internals/): `torch.onnx.export` does the
-# capture, decompose, scan, translate and optimize stages in one call (public_export.py); it
+# capture, decompose, scan, translate and optimize stages in one call (stages/public_export.py); it
 # sets torch.onnx.is_in_onnx_export() itself. No verification: it needs the adapter's pieces.
 PUBLIC_STAGE_ORDER = (
     Stage("load", load.run, False),

@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from torch.export import ExportedProgram
     from torch.onnx import ONNXProgram
 
-    from onnxlens.exporter.pipeline.loader import LoadedTarget, Loader
-    from onnxlens.exporter.pipeline.stacks import HelperFrames
+    from onnxlens.exporter.pipeline.target.code import LoadedTarget, Loader
+    from onnxlens.exporter.pipeline.tracing.stacks import HelperFrames
     from onnxlens.exporter.pipeline.tables import Tables
-    from onnxlens.exporter.pipeline.weights import WeightsFree
+    from onnxlens.exporter.pipeline.target.weights import WeightsFree
 
 
 class Stop(Exception):

@@ -1,5 +1,5 @@
 """The report's "Cost per line": onnxruntime's profile of the verification run by the user's
-line (ExportResult.cost, exporter/pipeline/line_costs.py), the most expensive line first.
+line (ExportResult.cost, exporter/pipeline/output/line_costs.py), the most expensive line first.
 """
 
 from __future__ import annotations

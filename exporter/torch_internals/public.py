@@ -2,7 +2,7 @@
 
 A torch release onnxlens has no adapter for (a newer minor release, or one older than the
 oldest adapter: torch_internals/__init__.py) is not refused. Its exports take the public API in
-one call (pipeline/public_export.py): the model exports exactly as the user's own
+one call (pipeline/stages/public_export.py): the model exports exactly as the user's own
 `torch.onnx.export` call would, and a failure becomes findings from its exception alone, placed
 only where it says so (a user frame on its traceback, or the FX node it names, whose recorded
 stack trace holds `forward`'s line). The findings may be coarser than with an adapter — one

@@ -540,7 +540,7 @@ def ops_intercepted(names: tuple[str, ...], handle: Callable[[Any, tuple, dict, 
     """Inside, every call of an overload of `torch.ops.aten.<name>` (for `names`) goes to
     `handle(op, args, kwargs, run)`, `run()` being the op's own call; every other op runs as it
     is. A dispatch mode (below autograd: what autograd records is unchanged); the handler decides
-    whether its answer is the op's (pipeline/kept_fills.py: only a replay of the same fill)."""
+    whether its answer is the op's (pipeline/target/kept_fills.py: only a replay of the same fill)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     ops = set()

@@ -197,7 +197,7 @@ class _Verification:
         """onnxruntime failed at other sizes, torch did not: the first value before the failing
         node that differs from torch's (a shape the graph fixed, arriving there) is where the
         finding goes; the failing node as it was when none differs."""
-        import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
+        import onnxlens.exporter.verify.onnx_nodes as onnx_nodes
         from onnxlens.exporter.verify import divergence, findings
 
         onnx_node = onnx_nodes.named_node(message, model)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import onnxlens.exporter.pipeline.onnx_nodes as onnx_nodes
+import onnxlens.exporter.verify.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import Workspace, locate_node, module_stack, node_trace
 from onnxlens.exporter.types import Finding, FirstMismatch, Location, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
-from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY
+from onnxlens.exporter.protocol import OUT_OF_MEMORY
 
 
 def describe(divergence: Divergence) -> FirstMismatch:
@@ -103,7 +103,7 @@ def torch_failure_finding(failed: Any, workspace: Workspace | None) -> Finding:
 
 def runtime_failure_finding(message: str, program: Any, model: Any, workspace: Workspace | None) -> Finding:
     """onnxruntime refused or failed the model: on the line that produced the node it names, the
-    node named by op and types (exporter/pipeline/onnx_nodes.py); no location if it names none."""
+    node named by op and types (exporter/verify/onnx_nodes.py); no location if it names none."""
     onnx_node = onnx_nodes.named_node(message, model)
     if onnx_node is None:
         return Finding(code="verification", stage="verify",

@@ -154,7 +154,7 @@ class Sessions:
         kept plain one (its profile ends with the run it was made for)."""
         import onnx_ir as ir
 
-        from onnxlens.exporter.pipeline.graph_only import graph_only_model
+        from onnxlens.exporter.pipeline.target.graph_only import graph_only_model
 
         if not extra_outputs and not only and profiler is None and self._plain is not None:
             return self._plain

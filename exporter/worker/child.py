@@ -35,15 +35,15 @@ import traceback
 from typing import Any, NoReturn
 
 from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
-from onnxlens.exporter.pipeline import artifacts
+from onnxlens.exporter.pipeline.output import artifacts
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.loader import modules_not_from_the_zygote
+from onnxlens.exporter.pipeline.target.code import modules_not_from_the_zygote
 from onnxlens.exporter import frames
 from onnxlens.exporter.frames import pack_payload, unpack_payload
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, SPARE_NAME, FrameReader, write_frame
+from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY, SPARE_NAME, FrameReader, write_frame
 from onnxlens.exporter.events import PipelineEvent, StageEvent, event_to_dict
 from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, TargetSpec
-from onnxlens.exporter.worker.crashes import OUT_OF_MEMORY, finding_at
+from onnxlens.exporter.worker.crashes import finding_at
 from onnxlens.exporter.worker.preload import library_modules
 
 _PR_SET_PDEATHSIG = 1

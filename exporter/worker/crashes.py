@@ -10,19 +10,12 @@ was running, else on the model's definition. Torch-free and pure, so it is easy 
 from __future__ import annotations
 
 import os
-import re
 import signal
 
 from onnxlens.exporter import references
 from onnxlens.exporter.locations import Frame, Workspace, from_faulthandler, is_user_code, locate
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS
+from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY
 from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
-
-# What allocators say when the address-space cap (RLIMIT_AS) or the machine runs out.
-OUT_OF_MEMORY = re.compile(
-    r"MemoryError|can't allocate memory|Cannot allocate memory|std::bad_alloc|out of memory",
-    re.IGNORECASE,
-)
 
 _SIGNAL_WORDS = {
     "SIGSEGV": "segmentation fault",

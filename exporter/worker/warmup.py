@@ -75,7 +75,7 @@ def ready_to_fork() -> None:
     """After the zygote loaded modules (warm-up, library preloading): what it holds now is
     library code (children skip it when they look for the user's modules), and the heap is
     frozen (gc.freeze: fewer copy-on-write pages in children)."""
-    from onnxlens.exporter.pipeline.loader import remember_zygote_modules  # imports torch: not at module import
+    from onnxlens.exporter.pipeline.target.code import remember_zygote_modules  # imports torch: not at module import
 
     remember_zygote_modules()
     gc.collect()

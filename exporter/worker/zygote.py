@@ -19,7 +19,7 @@ without a result. It exits when its stdin closes (the server died or shut down),
 children first; a child dies with it (PR_SET_PDEATHSIG).
 
 The zygote holds each target's kept random fills (a memory file the target's children get,
-pipeline/kept_fills.py): data only, never run, for the last `KEPT_TARGETS` targets exported,
+pipeline/target/kept_fills.py): data only, never run, for the last `KEPT_TARGETS` targets exported,
 within kept_fills.LIMIT_BYTES together.
 
 The next job's child is forked ahead, while no job runs (`Spare`): it sets itself up and runs a
@@ -377,7 +377,7 @@ class Zygote:
 
     def _kept_fills_of(self, spec: TargetSpec) -> int | None:
         """The memory file of the target's kept random fills (made on its first job)."""
-        from onnxlens.exporter.pipeline.kept_fills import LIMIT_BYTES  # (the pipeline is loaded by now)
+        from onnxlens.exporter.pipeline.target.kept_fills import LIMIT_BYTES  # (the pipeline is loaded by now)
 
         key = (spec.root, spec.name)
         fd = self.kept_fills.pop(key, None)
@@ -476,7 +476,7 @@ class Zygote:
         job.cancelled = True
         self._on_events(job)  # the events it sent so far: is it saving?
         if job.saving:
-            # A kill during the save leaves the old pair or the new one (pipeline/save.py), but
+            # A kill during the save leaves the old pair or the new one (pipeline/stages/save.py), but
             # what it staged (the size of the weights) stays on disk until the target's next
             # save. Saving takes milliseconds to seconds: kill when it ends (its deadline still
             # applies).

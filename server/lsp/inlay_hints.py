@@ -2,7 +2,7 @@
 what it produced, at the end of the line — `[batch, 16, 256] f32`, symbolic sizes by the names
 the target declared; a line that ran in several modules once, `×6 in layers.0–5`.
 
-From the last result's line data (LineInfo.produced, ran_in: exporter/pipeline/line_values.py),
+From the last result's line data (LineInfo.produced, ran_in: exporter/pipeline/tracing/line_values.py),
 placed through the editor's edits since (exported_text.py): an edited line shows nothing until
 the next result, a moved one moves with its text. The `inlayHints` setting turns them off.
 """

@@ -1,5 +1,5 @@
 """Files the model opens while it is exported are part of what the result depends on
-(pipeline/opened_files.py): the real CLI process, a model whose factory reads `sizes.json`
+(pipeline/target/opened_files.py): the real CLI process, a model whose factory reads `sizes.json`
 and whose `forward` reads `activation.json`. An unchanged workspace is a cache hit; an edit to
 either JSON file is a miss and the export sees the new content — `check` fails when the edit
 breaks the model, where a cache keyed on the imported files only passed on the stale result.

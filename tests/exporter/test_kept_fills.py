@@ -1,5 +1,5 @@
 """Random fills kept from a target's previous export are replayed only when they compute the same
-(pipeline/kept_fills.py): the model built on the next save, its saved weights and the random
+(pipeline/target/kept_fills.py): the model built on the next save, its saved weights and the random
 numbers the factories draw after it are those of a build without them, byte for byte.
 
 The model is transformers' BertModel from a small config (its init: nn.Linear's kaiming_uniform_,
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from onnxlens.exporter.onnx_pair import public_api_difference
-from onnxlens.exporter.pipeline.kept_fills import KeptFills
+from onnxlens.exporter.pipeline.target.kept_fills import KeptFills
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
 BERT = '''

@@ -167,7 +167,7 @@ def test_decomposition_failure_is_a_decomposition_finding_at_the_raising_user_li
 
 def test_a_bug_in_onnxlens_itself_becomes_a_finding_not_a_traceback(workspace, monkeypatch):
     # A mock on purpose: no real model makes our own LineInfo code raise; this reaches that state.
-    from onnxlens.exporter.pipeline import lines
+    from onnxlens.exporter.pipeline.output import lines
 
     def broken(*args, **kwargs):
         raise KeyError("simulated bug in onnxlens")

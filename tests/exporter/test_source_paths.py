@@ -14,7 +14,7 @@ from pathlib import Path
 import onnx
 import pytest
 
-from onnxlens.exporter.pipeline.source_paths import relative_path, sidecar_path
+from onnxlens.exporter.pipeline.output.source_paths import relative_path, sidecar_path
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
 pytestmark = pytest.mark.slow  # library models (transformers)

@@ -20,9 +20,9 @@ import onnx
 import pytest
 import torch
 
-from onnxlens.exporter.pipeline.errors import exception_chain
-from onnxlens.exporter.pipeline.graph_only import checkable
-from onnxlens.exporter.pipeline.weights import weights_free
+from onnxlens.exporter.pipeline.findings.errors import exception_chain
+from onnxlens.exporter.pipeline.target.graph_only import checkable
+from onnxlens.exporter.pipeline.target.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 

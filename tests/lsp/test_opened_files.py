@@ -1,5 +1,5 @@
 """A JSON file the model reads while it is exported belongs to its target in the editor too
-(pipeline/opened_files.py): saving it re-exports the target, and the change shows — here, the
+(pipeline/target/opened_files.py): saving it re-exports the target, and the change shows — here, the
 JSON file switches `forward` to an op without an ONNX translation, and the error appears on
 the line that called it; switching back clears it.
 """

@@ -241,7 +241,7 @@ def test_decomposition_failure_of_the_users_own_op_lands_on_its_call(tmp_path):
 
 
 def test_element_types_are_named():
-    from onnxlens.exporter.pipeline.onnx_nodes import with_type_names
+    from onnxlens.exporter.verify.onnx_nodes import with_type_names
 
     text = "[TypeInferenceError] Inferred elem type differs from existing elem type: (14) vs (1)"
     assert with_type_names(text).endswith("existing elem type: complex64 (14) vs float (1)")

@@ -1,5 +1,5 @@
 """The zygote keeps a target's random fills between its jobs (real zygote, real children;
-pipeline/kept_fills.py has the rule, tests/exporter/test_kept_fills.py the byte identity with
+pipeline/target/kept_fills.py has the rule, tests/exporter/test_kept_fills.py the byte identity with
 the public API): the second export of an unseeded model replays every fill the first computed
 and saves the same weights; another target's fills are its own."""
 

@@ -19,7 +19,7 @@ import inspect
 import time
 from typing import Any
 
-import onnxlens.exporter.pipeline.line_costs as line_costs
+import onnxlens.exporter.pipeline.output.line_costs as line_costs
 from onnxlens.exporter.locations import Place, Workspace, is_user_code, source_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.torch_internals.active import internals

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import os
 
-import onnxlens.exporter.pipeline.graph_only as graph_only
-from onnxlens.exporter.pipeline.errors import fail_on
+import onnxlens.exporter.pipeline.target.graph_only as graph_only
+from onnxlens.exporter.pipeline.findings.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 
 # The data file the checked copy's initializers would name: none is read (checkable() declares

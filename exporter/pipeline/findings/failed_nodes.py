@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.stacks import graph_modules
+from onnxlens.exporter.pipeline.tracing.stacks import graph_modules
 from onnxlens.exporter.torch_internals.active import internals
 
 

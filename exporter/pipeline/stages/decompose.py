@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from onnxlens.exporter.proposals.decomposition_offers import extra_table
-from onnxlens.exporter.pipeline.errors import fail_on
+from onnxlens.exporter.pipeline.findings.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.stacks import restore_stock_traces
+from onnxlens.exporter.pipeline.tracing.stacks import restore_stock_traces
 from onnxlens.exporter.pipeline.tables import DecompositionTables
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding

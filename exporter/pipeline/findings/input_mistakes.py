@@ -5,7 +5,7 @@ together, it fails at the call of forward (an argument forward does not take), b
 numpy array, a dynamic-shapes spec naming other inputs than forward is given) or inside it (a
 `str` where forward computes with a tensor), and its error names no line of the user's code —
 or forward's, which is not where the mistake is. The mistake is in the factory that built the
-value: the finding goes on the `return` of that factory that ran (loader.py records it), names
+value: the finding goes on the `return` of that factory that ran (target/code.py records it), names
 forward's signature and what it was given, and quotes torch. It is a `setup` finding, as a
 factory that raised is.
 
@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from onnxlens.exporter.locations import from_traceback, is_user_code, locate, node_span, source_line, statement_at
-from onnxlens.exporter.pipeline.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.loader import definition_location
+from onnxlens.exporter.pipeline.target.code import definition_location
 from onnxlens.exporter.types import Finding, Location, Related
 
 SHAPES_DOCS_URL = "https://pytorch.org/docs/stable/export.html#dynamic-shapes"

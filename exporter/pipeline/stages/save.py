@@ -69,8 +69,8 @@ from typing import Any, Iterator
 import onnx
 
 from onnxlens.exporter import atomic, onnx_pair, written
-import onnxlens.exporter.pipeline.graph_only as graph_only
-import onnxlens.exporter.pipeline.source_paths as source_paths
+import onnxlens.exporter.pipeline.target.graph_only as graph_only
+import onnxlens.exporter.pipeline.output.source_paths as source_paths
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import ExportResult, Finding, WrittenFile
 

@@ -1,6 +1,6 @@
 """The load stage: the target's code imported fresh, its factories called, its registry built.
 
-The imports and their findings are loader.py's; this stage puts the pieces on the job: the
+The imports and their findings are target/code.py's; this stage puts the pieces on the job: the
 model, the inputs (args/kwargs as the public API takes them), the dynamic shapes, the opset and a
 private registry with the target's custom translations; and whether the model is weights-free
 (weights.py: later stages skip what needs data, and a meta model's inputs go to meta too).
@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 
 from onnxlens.exporter import references
-import onnxlens.exporter.pipeline.loader as loading
-from onnxlens.exporter.pipeline.kept_fills import FILL_OPS, KeptFills
-import onnxlens.exporter.pipeline.weights as weights
+import onnxlens.exporter.pipeline.target.code as loading
+from onnxlens.exporter.pipeline.target.kept_fills import FILL_OPS, KeptFills
+import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.locations import is_user_code, model_code
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.proposals.dynamic_shapes import propose

@@ -17,7 +17,7 @@ from typing import Any
 
 from onnxlens.exporter.locations import Frame, from_stack_trace, from_traceback, locate
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.stacks import full_stack_trace
+from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Related
 

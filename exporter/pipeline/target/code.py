@@ -1,6 +1,6 @@
 """Loading a target's code: fresh imports of workspace files, the factories, the closure.
 
-Used by the load stage (load.py). A reference is `FILE.py:CALLABLE` (relative to the workspace root) or `package.module:CALLABLE`
+Used by the load stage (stages/load.py). A reference is `FILE.py:CALLABLE` (relative to the workspace root) or `package.module:CALLABLE`
 (importable with the root on sys.path). Files are imported under their dotted name relative to
 the root, as any other workspace module would import them: a module known under two names is two
 modules, and strict capture (dynamo) re-imports modules by name.

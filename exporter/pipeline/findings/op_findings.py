@@ -15,12 +15,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from onnxlens.exporter.locations import (Frame, Place, Workspace, call_names_for_op, find_call, locate,
-                                         normalize_module_path, primary_frame, source_line)
+from onnxlens.exporter.locations import (Frame, Place, Workspace, call_names_for_op, find_call, from_stack_trace,
+                                         locate, normalize_module_path, primary_frame, source_line)
 from onnxlens.exporter.locations.columns import first_non_blank
 from onnxlens.exporter.locations.names import calling_library_frame, library_function, module_list
 from onnxlens.exporter.locations.place import primary_index
-from onnxlens.exporter.pipeline.op_sources import OpSource
+from onnxlens.exporter.pipeline.tracing.op_sources import OpSource, op_source
+from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace
+from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer, Finding, Location, Related, TranslationStub
 
 ONNX_DOCS_URL = "https://pytorch.org/docs/stable/onnx_dynamo.html"
@@ -163,3 +165,27 @@ def _callee(text: str | None, location: Location | None) -> str | None:
     span = text[location.column - 1:location.end_column - 1]
     name = span.split("(", 1)[0].strip()
     return name if name and "(" in span and name.replace(".", "").replace("_", "").isalnum() else None
+
+
+def in_branch(op: UnsupportedOp) -> bool:
+    """Traced through generated code (a torch.cond / while_loop branch): its chain lacks the line
+    in the branch, which only a strict re-capture finds (scan.py, `_locate_in_branches`)."""
+    return any(frame.file.startswith("<eval_with_key>") for frame in op.frames)
+
+
+def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
+    """What the findings need of a node whose op (`op`, or the node's own) has no translation:
+    its call chain with helper frames, what the user called, the module it ran in."""
+    torch_fn = node.meta.get("torch_fn")
+    stack = node.meta.get("nn_module_stack") or {}
+    module_path = list(stack.values())[-1][0] if stack else None
+    return UnsupportedOp(op=op_name(node.target if op is None else op), reason=reason, node=node,
+                         frames=from_stack_trace(full_stack_trace(node)),
+                         torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
+                         module_path=module_path, source=op_source(node))
+
+
+def op_name(target: Any) -> str:
+    if internals.is_op_overload(target):
+        return internals.op_name(target)
+    return getattr(target, "__qualname__", None) or str(target)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-from onnxlens.exporter.locations import Workspace, from_stack_trace, is_user_code
-from onnxlens.exporter.pipeline.decompose import decompose, job_decompositions
+from onnxlens.exporter.locations import Workspace, is_user_code
+from onnxlens.exporter.pipeline.stages.decompose import decompose, job_decompositions
 from onnxlens.exporter.proposals.decomposition_offers import offer_for
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.op_findings import UnsupportedOp, findings_for
-from onnxlens.exporter.pipeline.op_sources import op_source
-from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
-from onnxlens.exporter.pipeline.translate import failure_findings_of, is_dispatch_failure, node_failures
+from onnxlens.exporter.pipeline.findings.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
+from onnxlens.exporter.pipeline.tracing.stacks import graph_modules
+from onnxlens.exporter.pipeline.stages.translate import failure_findings_of, is_dispatch_failure, node_failures
 from onnxlens.exporter.proposals.translation_stubs import stub_for
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import DecompositionOffer
@@ -56,12 +55,6 @@ def run(job: Job) -> None:
                                        if failure.node in stops_before_dispatch
                                        or not lacks_translation(failure.node, job.registry)])
     job.fail(findings_for(located, job.workspace, job.fallback) + others)
-
-
-def in_branch(op: UnsupportedOp) -> bool:
-    """Traced through generated code (a torch.cond / while_loop branch): its chain lacks the line
-    in the branch, which only a strict re-capture finds (`_locate_in_branches`)."""
-    return any(frame.file.startswith("<eval_with_key>") for frame in op.frames)
 
 
 def _locate_in_branches(job: Job, missing: list[UnsupportedOp]) -> list[UnsupportedOp]:
@@ -119,24 +112,6 @@ def _missing_translation(node: Any, registry: Any) -> str | None:
         return None
     function, reason = internals.dispatch(node, registry)
     return reason if function is None else None
-
-
-def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
-    """What the findings need of a node whose op (`op`, or the node's own) has no translation:
-    its call chain with helper frames, what the user called, the module it ran in."""
-    torch_fn = node.meta.get("torch_fn")
-    stack = node.meta.get("nn_module_stack") or {}
-    module_path = list(stack.values())[-1][0] if stack else None
-    return UnsupportedOp(op=op_name(node.target if op is None else op), reason=reason, node=node,
-                         frames=from_stack_trace(full_stack_trace(node)),
-                         torch_fn=torch_fn[1] if isinstance(torch_fn, tuple) else None,
-                         module_path=module_path, source=op_source(node))
-
-
-def op_name(target: Any) -> str:
-    if internals.is_op_overload(target):
-        return internals.op_name(target)
-    return getattr(target, "__qualname__", None) or str(target)
 
 
 def deepest_frames(ops: list[UnsupportedOp], candidates: list[list[UnsupportedOp]],

@@ -16,7 +16,7 @@ import re
 from typing import Any, Iterator
 
 from onnxlens.exporter.locations import Place, Workspace, call_names_for_op, from_stack_trace, locate, module_stack
-from onnxlens.exporter.pipeline.stacks import full_stack_trace, graph_modules
+from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace, graph_modules
 from onnxlens.exporter.verify.divergence import FX_NODE_META, FX_NODE_NAME
 
 STACK_TRACE_META = "pkg.torch.onnx.stack_trace"

@@ -17,10 +17,10 @@ import os
 
 import onnx_ir as ir
 
-import onnxlens.exporter.pipeline.graph_summary as graph_summary
-import onnxlens.exporter.pipeline.line_values as line_values
+import onnxlens.exporter.pipeline.output.graph_summary as graph_summary
+import onnxlens.exporter.pipeline.tracing.line_values as line_values
 from onnxlens.exporter.locations import Workspace, from_stack_trace, primary_frame, source_line
-from onnxlens.exporter.pipeline.graph_summary import describe_value, value_bytes
+from onnxlens.exporter.pipeline.output.graph_summary import describe_value, value_bytes
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import LineInfo
 

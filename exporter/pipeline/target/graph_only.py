@@ -31,7 +31,7 @@ import onnx_ir as ir
 
 from onnxlens.exporter import atomic
 from onnxlens.exporter.types import WrittenFile
-from onnxlens.exporter.pipeline.weights import has_no_data
+from onnxlens.exporter.pipeline.target.weights import has_no_data
 
 # ir.save's `size_threshold_bytes`: the stock save keeps tensors up to this size in the .onnx.
 INLINE_LIMIT = 256
