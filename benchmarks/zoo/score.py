@@ -399,12 +399,22 @@ def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
     for case in cases:
         by_root.setdefault(case.root, []).append(case)
     python = {root: interpreter(group[0].environment) for root, group in by_root.items()}
+    took = _recorded_seconds()
+    stock, checked = {}, {}
     with tempfile.TemporaryDirectory(prefix="onnxlens-zoo-") as scratch, \
             concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        stock = {root: pool.submit(run_stock_library, root, group, Path(scratch), python[root], progress)
-                 for root, group in by_root.items()}
-        checked = {root: pool.submit(run_onnxlens, root, [case.target for case in group], python[root])
-                   for root, group in by_root.items()}
+        # Longest first (the pool starts its tasks in the order they come): one library's check
+        # takes longer than all the others' stock exports, and started last it would run alone.
+        tasks = [(sum(took.get((case.id, "stock_seconds"), 0.0) for case in group), "stock", root)
+                 for root, group in by_root.items()]
+        tasks += [(sum(took.get((case.id, "onnxlens_seconds"), 0.0) for case in group), "check", root)
+                  for root, group in by_root.items()]
+        for _, kind, root in sorted(tasks, key=lambda task: -task[0]):
+            group = by_root[root]
+            if kind == "stock":
+                stock[root] = pool.submit(run_stock_library, root, group, Path(scratch), python[root], progress)
+            else:
+                checked[root] = pool.submit(run_onnxlens, root, [case.target for case in group], python[root])
         scores = []
         for root, group in by_root.items():
             targets = checked[root].result()
@@ -416,6 +426,16 @@ def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
                 progress(f"onnxlens {case.id}: {'ok' if result.passed else 'FAIL'} "
                          f"({result.where or result.status}) {result.message[:100]}")
     return scores
+
+
+def _recorded_seconds() -> dict[tuple[str, str], float]:
+    """(case id, "stock_seconds" | "onnxlens_seconds") -> seconds, as the committed record
+    measured them: what orders the runs, nothing else."""
+    try:
+        record = json.loads((ZOO / "results.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {(case["id"], key): case.get(key) or 0.0 for case in record for key in ("stock_seconds", "onnxlens_seconds")}
 
 
 def table(scores: list[Score], commit: str) -> str:
