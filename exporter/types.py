@@ -240,7 +240,7 @@ class GraphValue(Plain):
 
 @dataclass
 class FixedAxis(Plain):
-    """A dimension declared dynamic that the model's code fixed to one size (pipeline/findings/dynamic_dims.py)."""
+    """A dimension declared dynamic that the model's code fixed to one size (pipeline/failures/dynamic_dims.py)."""
 
     input: str  # the input's name in the dynamic-shapes spec
     dim: int

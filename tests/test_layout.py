@@ -17,7 +17,7 @@
   server/lsp/ (nor pygls, lsprotocol).
 * The pipeline (exporter/pipeline/): each stage of the stage table (types.STAGES, and the public
   path's public_export) is a module of pipeline/stages/ with a `run(job)`, and that package holds
-  nothing else; the helpers are in wings by concern (pipeline/findings/, tracing/, output/,
+  nothing else; the helpers are in wings by concern (pipeline/failures/, tracing/, output/,
   target/, beside exporter/verify/ and exporter/proposals/). No module outside pipeline/stages/
   imports a stage but the pipeline's own __init__ (which builds the stage table): stages import
   wings, wings never import stages.
@@ -390,8 +390,8 @@ def test_wings_never_import_a_stage():
 
 
 def test_the_stage_import_check_finds_a_wing_importing_a_stage():
-    graph = {f"{PIPELINE}.findings.errors": {f"{STAGES_PACKAGE}.capture"}, PIPELINE: {f"{STAGES_PACKAGE}.load"}}
-    assert _stage_importers(graph) == [f"{PIPELINE}.findings.errors imports {STAGES_PACKAGE}.capture"]
+    graph = {f"{PIPELINE}.failures.errors": {f"{STAGES_PACKAGE}.capture"}, PIPELINE: {f"{STAGES_PACKAGE}.load"}}
+    assert _stage_importers(graph) == [f"{PIPELINE}.failures.errors imports {STAGES_PACKAGE}.capture"]
 
 
 def _package_graph(graph: dict[str, set[str]], package_of) -> dict[str, set[str]]:
@@ -411,7 +411,7 @@ def test_no_import_cycle_between_the_exporters_packages():
     graph = {module: imported for module, imported in _graph().items() if module.startswith("onnxlens.exporter")}
     packages = _package_graph(graph, _package_of)
     # Sanity: the stages reach the wings, or an empty graph would pass.
-    assert {f"{PIPELINE}.findings", f"{PIPELINE}.target"} <= packages[STAGES_PACKAGE]
+    assert {f"{PIPELINE}.failures", f"{PIPELINE}.untranslatable", f"{PIPELINE}.target"} <= packages[STAGES_PACKAGE]
     cycles = _cycles(packages)
     assert not cycles, "import cycles between packages:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
 

@@ -5,7 +5,8 @@ One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process 
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
 (tables.py); each run builds a private registry copy with the target's custom translations.
 Each stage is one module of stages/ with a `run(job)` over the typed `Job` (job.py); the helpers
-they share are wings beside them (findings/, tracing/, output/, target/), which import no stage.
+they share are wings beside them (failures/, untranslatable/, tracing/, output/, target/), which
+import no stage.
 
 The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True, ...)` step by
 step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
@@ -25,7 +26,7 @@ saved, so a worker child sends the result first and the completed (verified) res
 ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
 their content (stages/save.py, `name_by_content`: the hashing is off the result's path).
 
-Never raises: our own bugs become findings of the stage they happened in (findings/errors.py). This
+Never raises: our own bugs become findings of the stage they happened in (failures/errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
 """
 
@@ -50,7 +51,7 @@ import onnxlens.exporter.pipeline.stages.translate as translate
 import onnxlens.exporter.pipeline.stages.verify as verify
 import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.events import PipelineEvent, PipelineEventSink
-from onnxlens.exporter.pipeline.findings.errors import internal_finding
+from onnxlens.exporter.pipeline.failures.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals

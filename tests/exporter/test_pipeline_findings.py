@@ -262,7 +262,7 @@ def test_error_located_by_one_strategy_only_gives_one_finding_on_that_line(works
     2.14 dynamo traces `object()` and fails without a line, and the unflattenable-output finding
     (outputs.py) finds the `return` statement. Either way: one finding, on that line, naming
     both strategies."""
-    from onnxlens.exporter.pipeline.findings import outputs
+    from onnxlens.exporter.pipeline.untranslatable import outputs
 
     result = run(workspace, "pkg/models.py:ReturnsObject")
     models = workspace / "pkg" / "models.py"

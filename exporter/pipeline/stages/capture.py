@@ -26,16 +26,16 @@ from typing import Any, Callable
 
 from onnxlens.exporter.locations import (Frame, Origin, Workspace, classify, from_stack_trace, from_traceback,
                                          is_user_code, locate)
-import onnxlens.exporter.pipeline.findings.input_mistakes as input_mistakes
-import onnxlens.exporter.pipeline.findings.outputs as outputs
-from onnxlens.exporter.pipeline.findings.dynamic_dims import check_dynamic_dims, relocate_refusal
-from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
-from onnxlens.exporter.pipeline.findings.hop_bodies import bodies_past_first, body_failure
+import onnxlens.exporter.pipeline.failures.input_mistakes as input_mistakes
+import onnxlens.exporter.pipeline.untranslatable.outputs as outputs
+from onnxlens.exporter.pipeline.failures.dynamic_dims import check_dynamic_dims, relocate_refusal
+from onnxlens.exporter.pipeline.failures.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failures.hop_bodies import bodies_past_first, body_failure
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.findings.past_first import FurtherProblem, further_findings
+from onnxlens.exporter.pipeline.failures.past_first import FurtherProblem, further_findings
 from onnxlens.exporter.pipeline.tracing.stacks import helper_frames_kept
-from onnxlens.exporter.pipeline.findings.symbolic_arguments import SymbolicArgument, symbolic_argument
-from onnxlens.exporter.pipeline.findings.traced_ops import ops_checked_while_traced
+from onnxlens.exporter.pipeline.failures.symbolic_arguments import SymbolicArgument, symbolic_argument
+from onnxlens.exporter.pipeline.untranslatable.traced_ops import ops_checked_while_traced
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, Fix, Location, Related
 

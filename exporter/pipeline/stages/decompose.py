@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from onnxlens.exporter.proposals.decomposition_offers import extra_table
-from onnxlens.exporter.pipeline.findings.errors import fail_on
+from onnxlens.exporter.pipeline.failures.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.tracing.stacks import restore_stock_traces
 from onnxlens.exporter.pipeline.tables import DecompositionTables

@@ -27,12 +27,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import onnxlens.exporter.pipeline.findings.input_mistakes as input_mistakes
+import onnxlens.exporter.pipeline.failures.input_mistakes as input_mistakes
 import onnxlens.exporter.pipeline.output.lines as lines
 from onnxlens.exporter.locations import from_stack_trace, locate
 from onnxlens.exporter.pipeline.stages.capture import user_frames
-from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
-from onnxlens.exporter.pipeline.findings.failed_nodes import interpreted_node
+from onnxlens.exporter.pipeline.failures.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failures.failed_nodes import interpreted_node
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.torch_internals import seen_torch_version, supported_releases
 from onnxlens.exporter.torch_internals.active import FALLBACK_REASON, internals

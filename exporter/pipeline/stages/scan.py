@@ -20,7 +20,7 @@ from onnxlens.exporter.locations import Workspace, is_user_code
 from onnxlens.exporter.pipeline.stages.decompose import decompose, job_decompositions
 from onnxlens.exporter.proposals.decomposition_offers import offer_for
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.findings.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
+from onnxlens.exporter.pipeline.untranslatable.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
 from onnxlens.exporter.pipeline.tracing.stacks import graph_modules
 from onnxlens.exporter.pipeline.stages.translate import failure_findings_of, is_dispatch_failure, node_failures
 from onnxlens.exporter.proposals.translation_stubs import stub_for

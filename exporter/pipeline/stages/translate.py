@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxlens.exporter.pipeline.findings.errors import error_finding, exception_chain
-from onnxlens.exporter.pipeline.findings.failed_nodes import node_named_in
+from onnxlens.exporter.pipeline.failures.errors import error_finding, exception_chain
+from onnxlens.exporter.pipeline.failures.failed_nodes import node_named_in
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.findings.outputs import untranslatable_output_finding
+from onnxlens.exporter.pipeline.untranslatable.outputs import untranslatable_output_finding
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding
 

@@ -62,7 +62,7 @@ import torch
 
 from onnxlens.exporter.locations import primary_frame
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.findings.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
+from onnxlens.exporter.pipeline.untranslatable.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
 from onnxlens.exporter.torch_internals.active import internals
 
 # The stage whose findings these are: the scan decides, with the decomposed program.

@@ -26,10 +26,10 @@ import re
 import sys
 from typing import Any
 
-import onnxlens.exporter.pipeline.findings.output_fixes as output_fixes
-import onnxlens.exporter.pipeline.findings.returns as returns
+import onnxlens.exporter.pipeline.untranslatable.output_fixes as output_fixes
+import onnxlens.exporter.pipeline.untranslatable.returns as returns
 from onnxlens.exporter.locations import Frame, locate
-from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failures.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import Finding, Related
 

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from onnxlens.exporter.locations import Frame, Origin, Workspace, classify, from_stack_trace
 from onnxlens.exporter.locations.syntax import enclosing_function, parsed
-from onnxlens.exporter.pipeline.findings.past_first import FurtherProblem
+from onnxlens.exporter.pipeline.failures.past_first import FurtherProblem
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Related
 
