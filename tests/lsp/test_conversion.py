@@ -117,7 +117,7 @@ def test_the_profile_setting_overrides_the_configs_and_the_cost_lens_threshold_i
 
 
 def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
-    # Unit level: the example models produce no fix; capture.py suggests torch._check insertions
+    # Unit level: the example models produce no fix; capture_failures.py suggests torch._check insertions
     # for data-dependent guards, which this converts.
     from onnxlens.exporter.types import Fix
     from onnxlens.server.lsp.code_actions import finding_edit_action

@@ -147,6 +147,11 @@ def first_line(text: str) -> str:
     return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
 
 
+def headline(error: BaseException) -> str:
+    """The exception's type and the first line of its message."""
+    return f"{type(error).__name__}: {first_line(str(error))}"
+
+
 def _short(text: str, limit: int = 2000) -> str:
     text = text.strip()
     return text if len(text) <= limit else text[:limit] + " …"

@@ -74,7 +74,7 @@ def bodies_past_first(target: Any, errors: list[tuple[str, BaseException]], work
     """The bodies dynamo refuses behind the first one, when strict capture (`errors`: each
     strategy's) stopped at a body it refused: a capture run again with every refusal let through
     (internals.hop_bodies_checked_past_failures), each refused body placed as the first is.
-    `chain_of` gives an error's call chain (capture.user_frames)."""
+    `chain_of` gives an error's call chain (call_chains.user_frames)."""
     if not any(strategy == "strict" and _refused_body(error) for strategy, error in errors):
         return []
     try:
