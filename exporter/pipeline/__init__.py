@@ -24,7 +24,7 @@ every stage that can fail the export) is what the editor waits for; onnxruntime'
 example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
 saved, so a worker child sends the result first and the completed (verified) result when it
 ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
-their content (stages/save.py, `name_by_content`: the hashing is off the result's path).
+their content (output/onnx_commit.py, `name_by_content`: the hashing is off the result's path).
 
 Never raises: our own bugs become findings of the stage they happened in (failures/errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
@@ -39,6 +39,7 @@ from typing import Callable, Iterator, NamedTuple
 import onnxlens.exporter.pipeline.decompositions as decompositions
 import onnxlens.exporter.pipeline.target.absent_modules as absent_modules
 import onnxlens.exporter.pipeline.output.artifacts as artifacts
+import onnxlens.exporter.pipeline.output.onnx_commit as onnx_commit
 import onnxlens.exporter.pipeline.stages.capture as capture
 import onnxlens.exporter.pipeline.stages.check as check
 import onnxlens.exporter.pipeline.stages.decompose as decompose
@@ -150,7 +151,7 @@ class Pipeline:
         if job.result.status != "ok":
             return
         start = time.perf_counter()
-        naming = save.Naming(job.result)
+        naming = onnx_commit.Naming(job.result)
         try:
             for stage in FINISHING_RUN:
                 with job.running(stage.name, after_result=True):

@@ -476,7 +476,7 @@ class Zygote:
         job.cancelled = True
         self._on_events(job)  # the events it sent so far: is it saving?
         if job.saving:
-            # A kill during the save leaves the old pair or the new one (pipeline/stages/save.py), but
+            # A kill during the save leaves the old pair or the new one (pipeline/output/onnx_commit.py), but
             # what it staged (the size of the weights) stays on disk until the target's next
             # save. Saving takes milliseconds to seconds: kill when it ends (its deadline still
             # applies).
