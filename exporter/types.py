@@ -1,6 +1,6 @@
 """What crosses the pipe between the server and the export worker: a job's `TargetSpec` in, its
 `ExportResult` out (findings, lines, graph, verification, cost), and the previous
-`ExportedGraph` a job's report compares with. Each is plain data (exporter/plain.py): a
+`ExportedGraph` a job's report compares with. Each is plain data (exporter/wire/plain.py): a
 dataclass of str/int/float/bool/list/dict that crosses as a dict (`to_dict` / `from_dict`). No
 torch, no pygls: the server imports this module, and so does the worker. The progress events
 are in exporter/events.py, what only the server keeps in server/events.py, what the editor is
@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/output/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")

@@ -21,7 +21,7 @@ from onnxlens.exporter.locations import Place, Workspace, is_user_code, locate_n
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Finding, FirstMismatch, Location, Related, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
-from onnxlens.exporter.protocol import OUT_OF_MEMORY
+from onnxlens.exporter.wire.protocol import OUT_OF_MEMORY
 
 
 def describe(divergence: Divergence) -> FirstMismatch:
