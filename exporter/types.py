@@ -74,8 +74,10 @@ class Related(Plain):
 
 
 @dataclass
-class Fix(Plain):
-    """A text edit the exporter itself suggests (e.g. insert `torch._check(...)`)."""
+class SuggestedEdit(Plain):
+    """A text edit the exporter itself suggests (e.g. insert `torch._check(...)`): a finding's
+    `fixes`, the name the JSON output and the editor read. The editor offers it as a quick fix
+    beside the server's own (server/fixits/, whose one shape is `Fix`)."""
 
     title: str
     file: str
@@ -135,7 +137,7 @@ class Finding(Plain):
     severity: str = ""  # empty: the code's default from CODES
     source_line: str | None = None  # text of the primary line, for reports and the CLI
     docs_url: str | None = None  # becomes the LSP codeDescription
-    fixes: list[Fix] = field(default_factory=list)
+    fixes: list[SuggestedEdit] = field(default_factory=list)
     translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
     decomposition_offers: list[DecompositionOffer] = field(default_factory=list)  # `unsupported-op`: where torch has one
     # The target's config key the finding is about ("model", "inputs", "dynamic-shapes",

@@ -22,7 +22,7 @@ from onnxlens.exporter.pipeline.failures.past_first import FurtherProblem, furth
 from onnxlens.exporter.pipeline.failures.symbolic_arguments import SymbolicArgument, symbolic_argument
 from onnxlens.exporter.pipeline.tracing.strategies import Attempt, Capture
 from onnxlens.exporter.torch_internals.active import internals
-from onnxlens.exporter.types import Finding, Fix, Location, Related
+from onnxlens.exporter.types import Finding, Location, Related, SuggestedEdit
 
 EXPORTDB_URL = "https://pytorch.org/docs/main/generated/exportdb/index.html"
 _GB_URL_RE = re.compile(r"https://\S+/gb/gb\d+\.html")
@@ -129,7 +129,7 @@ def _symbolic_argument_made(error: BaseException, frames: list[Frame], workspace
     return symbolic_argument("\n".join(str(item) for item in exception_chain(error)), call)
 
 
-def check_fixes(error: BaseException, location: Location | None, text: str | None) -> list[Fix]:
+def check_fixes(error: BaseException, location: Location | None, text: str | None) -> list[SuggestedEdit]:
     """The torch._check(...) insertions the exporter suggests, as edits before the line."""
     if location is None:
         return []
@@ -140,7 +140,7 @@ def check_fixes(error: BaseException, location: Location | None, text: str | Non
             if check in seen:
                 continue
             seen.add(check)
-            fixes.append(Fix(title=f"Insert {check}", file=location.file, line=location.line, column=1,
+            fixes.append(SuggestedEdit(title=f"Insert {check}", file=location.file, line=location.line, column=1,
                              end_line=location.line, end_column=1, new_text=f"{indent}{check}\n"))
     return fixes
 
