@@ -91,7 +91,7 @@ class SuggestedEdit(Plain):
 
 @dataclass
 class TranslationStub(Plain):
-    """The start of an ONNX translation for an op without one (exporter/pipeline/translation_stubs.py):
+    """The start of an ONNX translation for an op without one (exporter/proposals/translation_stubs.py):
     what the quick fix "Write an ONNX translation for aten.X" writes into the target's
     custom-translations module."""
 
@@ -107,7 +107,7 @@ class TranslationStub(Plain):
 @dataclass
 class DecompositionOffer(Plain):
     """A decomposition torch has for an op without a translation, which the exporter does not
-    apply and which leads to ops that all have one (exporter/pipeline/decomposition_offers.py):
+    apply and which leads to ops that all have one (exporter/proposals/decomposition_offers.py):
     the alternative to writing a translation, turned on by the target's `extra-decompositions`."""
 
     op: str  # "aten.index_reduce.default", as `extra-decompositions` names it
@@ -118,7 +118,7 @@ class DecompositionOffer(Plain):
 @dataclass
 class ShapesProposal(Plain):
     """A dynamic-shapes factory for a target that declares none, from its example inputs
-    (exporter/pipeline/shapes_proposal.py): what the quick fix "Declare dynamic shapes" writes."""
+    (exporter/proposals/dynamic_shapes.py): what the quick fix "Declare dynamic shapes" writes."""
 
     function: str  # the factory's name ("dynamic_shapes")
     source: str  # its text: a function returning the spec, string dims naming the ONNX axes

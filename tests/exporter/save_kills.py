@@ -20,7 +20,7 @@ The process that test_save_kills.py runs (torch imported once, two real models e
    must see its torn pair.
 
 A pair is told by its graph with the data file's name taken out, and the weights it names: the
-new pair names its weights by a token first, then by their content (save.py).
+new pair names its weights by a token first, then by their content (output/onnx_commit.py).
 
 The report (JSON) holds the facts; the test asserts on them. Linux only (fork, strace).
 """
