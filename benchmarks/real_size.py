@@ -60,7 +60,7 @@ import psutil
 from lsprotocol import types as lsp
 
 from benchmarks import run as worker_benchmark  # its machine() description
-from onnxlens.exporter.protocol import SPARE_NAMES
+from onnxlens.exporter.wire.protocol import SPARE_NAMES
 from tests.support.lsp import EXPORT_STATUS, Client, uri
 
 HERE = Path(__file__).resolve().parent

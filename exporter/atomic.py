@@ -1,9 +1,10 @@
 """Atomic writes: a reader sees the old file or the new one, never half of one.
 
 Every file onnxlens writes (the .onnx and its data file, reports, program dumps, the result cache)
-goes through here or, for the .onnx pair, through `pipeline/stages/save.py`'s staging directory, which uses
-the same rules: written to a temporary name in the destination's directory, given the mode a
-plain `open()` would give it (0644 under the usual umask, not mkstemp's 0600), then renamed.
+goes through here or, for the .onnx pair, through `pipeline/output/onnx_commit.py`'s staging
+directory, which uses the same rules: written to a temporary name in the destination's
+directory, given the mode a plain `open()` would give it (0644 under the usual umask, not
+mkstemp's 0600), then renamed.
 Leftovers of writers that were killed half-way are removed by the next write of the same file.
 Torch-free: the server's cache uses it too.
 """

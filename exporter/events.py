@@ -1,6 +1,6 @@
 """The pipeline's progress events: what a running export reports before its result (its stages,
 its log lines, findings known before the result). Torch-free: they cross the pipe as payloads
-(exporter/frames.py), dicts {"event": KIND, ...} (`event_to_dict`), and the worker client
+(exporter/wire/frames.py), dicts {"event": KIND, ...} (`event_to_dict`), and the worker client
 (server/worker.py) turns them back into these types (`event_from_dict`); the server adds its own
 kinds (server/events.py).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Union
 
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 from onnxlens.exporter.types import Finding
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 from onnxlens.exporter.types import ExportedGraph, GraphValue, LineInfo, Location
 
 @dataclass

@@ -8,7 +8,7 @@ out-of-memory killer, a cancel) leaves the old graph beside the new weights: onn
 the pair and computes wrong numbers without a word. onnxlens names the data file by its
 content instead, `net.onnx.<the first 16 hex digits of its sha256>.data` (`data_file_name`),
 so the new weights land beside the old pair without touching it and one rename of the .onnx
-switches from the old pair to the new one (pipeline/stages/save.py; a save first commits them under a
+switches from the old pair to the new one (pipeline/output/onnx_commit.py; a save first commits them under a
 random token of the same form, and names them by content after its result).
 
 That name is the only difference from the public API's files, and `public_api_difference` is

@@ -1,6 +1,6 @@
 """What crosses the pipe between the server and the export worker: a job's `TargetSpec` in, its
 `ExportResult` out (findings, lines, graph, verification, cost), and the previous
-`ExportedGraph` a job's report compares with. Each is plain data (exporter/plain.py): a
+`ExportedGraph` a job's report compares with. Each is plain data (exporter/wire/plain.py): a
 dataclass of str/int/float/bool/list/dict that crosses as a dict (`to_dict` / `from_dict`). No
 torch, no pygls: the server imports this module, and so does the worker. The progress events
 are in exporter/events.py, what only the server keeps in server/events.py, what the editor is
@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 
 # TargetSpec.source_paths: how the saved .onnx names source files (pipeline/output/source_paths.py).
 SOURCE_PATH_MODES = ("absolute", "relative", "none")
@@ -74,8 +74,10 @@ class Related(Plain):
 
 
 @dataclass
-class Fix(Plain):
-    """A text edit the exporter itself suggests (e.g. insert `torch._check(...)`)."""
+class SuggestedEdit(Plain):
+    """A text edit the exporter itself suggests (e.g. insert `torch._check(...)`): a finding's
+    `fixes`, the name the JSON output and the editor read. The editor offers it as a quick fix
+    beside the server's own (server/fixits/, whose one shape is `Fix`)."""
 
     title: str
     file: str
@@ -89,7 +91,7 @@ class Fix(Plain):
 
 @dataclass
 class TranslationStub(Plain):
-    """The start of an ONNX translation for an op without one (exporter/pipeline/translation_stubs.py):
+    """The start of an ONNX translation for an op without one (exporter/proposals/translation_stubs.py):
     what the quick fix "Write an ONNX translation for aten.X" writes into the target's
     custom-translations module."""
 
@@ -105,7 +107,7 @@ class TranslationStub(Plain):
 @dataclass
 class DecompositionOffer(Plain):
     """A decomposition torch has for an op without a translation, which the exporter does not
-    apply and which leads to ops that all have one (exporter/pipeline/decomposition_offers.py):
+    apply and which leads to ops that all have one (exporter/proposals/decomposition_offers.py):
     the alternative to writing a translation, turned on by the target's `extra-decompositions`."""
 
     op: str  # "aten.index_reduce.default", as `extra-decompositions` names it
@@ -116,7 +118,7 @@ class DecompositionOffer(Plain):
 @dataclass
 class ShapesProposal(Plain):
     """A dynamic-shapes factory for a target that declares none, from its example inputs
-    (exporter/pipeline/shapes_proposal.py): what the quick fix "Declare dynamic shapes" writes."""
+    (exporter/proposals/dynamic_shapes.py): what the quick fix "Declare dynamic shapes" writes."""
 
     function: str  # the factory's name ("dynamic_shapes")
     source: str  # its text: a function returning the spec, string dims naming the ONNX axes
@@ -135,7 +137,7 @@ class Finding(Plain):
     severity: str = ""  # empty: the code's default from CODES
     source_line: str | None = None  # text of the primary line, for reports and the CLI
     docs_url: str | None = None  # becomes the LSP codeDescription
-    fixes: list[Fix] = field(default_factory=list)
+    fixes: list[SuggestedEdit] = field(default_factory=list)
     translation_stubs: list[TranslationStub] = field(default_factory=list)  # `unsupported-op`: one per op
     decomposition_offers: list[DecompositionOffer] = field(default_factory=list)  # `unsupported-op`: where torch has one
     # The target's config key the finding is about ("model", "inputs", "dynamic-shapes",
@@ -240,7 +242,7 @@ class GraphValue(Plain):
 
 @dataclass
 class FixedAxis(Plain):
-    """A dimension declared dynamic that the model's code fixed to one size (pipeline/findings/dynamic_dims.py)."""
+    """A dimension declared dynamic that the model's code fixed to one size (pipeline/failures/dynamic_dims.py)."""
 
     input: str  # the input's name in the dynamic-shapes spec
     dim: int

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable, ClassVar, Union
 
 from onnxlens.exporter.events import FindingsEvent, LogEvent, StageEvent
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,11 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from onnxlens.exporter import frames
+from onnxlens.exporter.wire import frames
 from onnxlens.exporter.events import event_from_dict
-from onnxlens.exporter.frames import hello_problem, pack_payload, unpack_payload
+from onnxlens.exporter.wire.frames import hello_problem, pack_payload, unpack_payload
 from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
-from onnxlens.exporter.protocol import (
+from onnxlens.exporter.wire.protocol import (
     PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
     USER_ENV_VARIABLE,

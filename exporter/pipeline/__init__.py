@@ -4,8 +4,9 @@ then verify after the result.
 One `Pipeline` lives across jobs (in the zygote, before it forks; or in-process in tests and
 benchmarks). It keeps the ONNX registry, the decomposition tables and the CIA op set built
 (tables.py); each run builds a private registry copy with the target's custom translations.
-Each stage is one module of stages/ with a `run(job)` over the typed `Job` (job.py); the helpers
-they share are wings beside them (findings/, tracing/, output/, target/), which import no stage.
+Each stage is one module of stages/ with a `run(job)` over the typed `Job` (job.py), importing no
+other stage; the helpers are wings beside them (failures/, untranslatable/, tracing/, output/,
+target/), which import no stage. The job's decomposition tables are decompositions.py's.
 
 The default path reproduces `torch.onnx.export(model, args, kwargs, dynamo=True, ...)` step by
 step with torch's own pieces (capture strategies, decomposition tables, `_core` translation,
@@ -23,9 +24,9 @@ every stage that can fail the export) is what the editor waits for; onnxruntime'
 example inputs only adds warnings (`mismatch`, `baked-shape`) to an export that is already
 saved, so a worker child sends the result first and the completed (verified) result when it
 ends (exporter/worker/child.py). Meanwhile, on a thread of its own, the save names the weights by
-their content (stages/save.py, `name_by_content`: the hashing is off the result's path).
+their content (output/onnx_commit.py, `name_by_content`: the hashing is off the result's path).
 
-Never raises: our own bugs become findings of the stage they happened in (findings/errors.py). This
+Never raises: our own bugs become findings of the stage they happened in (failures/errors.py). This
 layer knows nothing about LSP: it emits typed progress events and returns an ExportResult.
 """
 
@@ -35,8 +36,10 @@ import contextlib
 import time
 from typing import Callable, Iterator, NamedTuple
 
+import onnxlens.exporter.pipeline.decompositions as decompositions
 import onnxlens.exporter.pipeline.target.absent_modules as absent_modules
 import onnxlens.exporter.pipeline.output.artifacts as artifacts
+import onnxlens.exporter.pipeline.output.onnx_commit as onnx_commit
 import onnxlens.exporter.pipeline.stages.capture as capture
 import onnxlens.exporter.pipeline.stages.check as check
 import onnxlens.exporter.pipeline.stages.decompose as decompose
@@ -50,7 +53,8 @@ import onnxlens.exporter.pipeline.stages.translate as translate
 import onnxlens.exporter.pipeline.stages.verify as verify
 import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.events import PipelineEvent, PipelineEventSink
-from onnxlens.exporter.pipeline.findings.errors import internal_finding
+import onnxlens.exporter.pipeline.failures.public_path as public_path
+from onnxlens.exporter.pipeline.failures.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
 from onnxlens.exporter.torch_internals.active import internals
@@ -116,7 +120,7 @@ class Pipeline:
         model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
         registry = self.tables.registry(DEFAULT_OPSET)
         program = torch.export.export(model, (torch.randn(2, 4),), strict=False)
-        decomposed = decompose.decompose(program, self.tables.decompositions(registry))
+        decomposed = decompositions.decompose(program, self.tables.decompositions(registry))
         onnx_program = translate.translate(decomposed, registry, DEFAULT_OPSET)
         optimize.optimize(onnx_program)
         onnx_program.model_proto.SerializeToString()
@@ -147,7 +151,7 @@ class Pipeline:
         if job.result.status != "ok":
             return
         start = time.perf_counter()
-        naming = save.Naming(job.result)
+        naming = onnx_commit.Naming(job.result)
         try:
             for stage in FINISHING_RUN:
                 with job.running(stage.name, after_result=True):
@@ -193,7 +197,7 @@ class Pipeline:
             if job.weights_free is not None:
                 _note_weights_free(job)
             if not internals.FULL:
-                result.findings.append(public_export.notice(job))
+                result.findings.append(public_path.notice(job))
             if any(f.severity == "error" for f in result.findings):
                 result.status = "failed"
                 result.onnx = None

@@ -5,11 +5,16 @@
     runtime.py     onnxruntime sessions and the torch run; inputs matched through the program's signature
     compare.py     one value against another, elementwise, within the tolerance
     divergence.py  the FIRST intermediate value past tolerance, with one onnxruntime session
-    findings.py    the `mismatch` finding on the user's line, named by module path; the
-                   `verification` finding of a verification that could not run
+    findings.py    the `mismatch` finding on the user's line, named by module path (in the
+                   user's custom translation of its op); the `verification` finding of a
+                   verification that could not run; `baked-shape` at other sizes
+    onnx_nodes.py  ONNX nodes named by onnx.checker / onnxruntime: op, types, FX node and line
     verdict.py     on a mismatch, that op alone on torch's own inputs: a wrong op, or drift
     second_shape.py  other sizes for the dynamic dimensions (the pipeline's second-shape check)
+    small_inputs.py  the example cut along its dynamic dimensions (`verify-inputs = "small"`)
     profiling.py   onnxruntime's profiler on the verification run (the target's `profile`)
+    reuse.py       an unchanged passing verification kept (signed), not run again
+    runs.py        one export's runs: the example inputs (profiled), smaller ones, other sizes
 
 On a mismatch, the first diverging value is found with one onnxruntime session (every FX-named
 ONNX value added as an extra graph output, one run) and one torch.fx.Interpreter run over the

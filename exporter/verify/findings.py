@@ -1,5 +1,9 @@
 """The findings of verification: a `mismatch` on the user's line, named by module path, and a
-`verification` warning when the verification could not run.
+`verification` warning when the verification could not run; a `baked-shape` warning where a run
+at other sizes failed or differed.
+
+A mismatch first seen at an op the target's own custom translation translated lands in that
+translation (the user's code that is wrong), the op's call related (`in_translation`).
 
 Where a finding lands is decided by exporter/locations (`locate_node`: the one rule and
 builder, with the module-aware messages of a mismatch); this module says what it says. A
@@ -9,13 +13,15 @@ warning stays in the workspace as an error does: a value no line of the workspac
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import onnxlens.exporter.verify.onnx_nodes as onnx_nodes
-from onnxlens.exporter.locations import Workspace, locate_node, module_stack, node_trace
-from onnxlens.exporter.types import Finding, FirstMismatch, Location, VerificationSummary
+from onnxlens.exporter.locations import Place, Workspace, is_user_code, locate_node, module_stack, node_trace, source_line
+from onnxlens.exporter.torch_internals.active import internals
+from onnxlens.exporter.types import Finding, FirstMismatch, Location, Related, VerificationSummary
 from onnxlens.exporter.verify.divergence import Divergence, onnx_op, target_name
-from onnxlens.exporter.protocol import OUT_OF_MEMORY
+from onnxlens.exporter.wire.protocol import OUT_OF_MEMORY
 
 
 def describe(divergence: Divergence) -> FirstMismatch:
@@ -141,3 +147,55 @@ def _traced_meta(node: Any) -> dict:
                     following.append(other)
             frontier = following
     return meta
+
+
+def at_fallback(finding: Finding, fallback: Location | None) -> None:
+    """A finding no line of the user's code produced (a value, or the node onnxruntime refused):
+    at the model's definition, as for errors; the library frames stay related."""
+    if finding.location is not None or fallback is None:
+        return
+    place = Place(related=finding.related)
+    place.at_fallback(fallback)
+    finding.location, finding.source_line = place.location, place.source_line
+    finding.message += ("\n(no line of your code is on its call chain: shown at the model's definition)"
+                        if finding.related else "\n(shown at the model's definition)")
+
+
+def baked_shape(finding: Finding, message: str) -> Finding:
+    """A `baked-shape` warning where `finding` is, saying `message`."""
+    return Finding(code="baked-shape", stage="verify", location=finding.location, related=finding.related,
+                   source_line=finding.source_line, message=message)
+
+
+def in_translation(finding: Finding, summary: VerificationSummary, custom: dict, workspace: Workspace) -> Finding:
+    """The mismatch on the user's custom translation of the op where the values first differ,
+    when that translation is in the workspace; the finding as it was otherwise."""
+    first = summary.first_mismatch
+    if finding.code != "mismatch" or first is None:
+        return finding
+    function = next((f for torch_op, f in custom.items() for overload in internals.overloads(torch_op)
+                     if str(overload) == first.target), None)
+    defined = _definition(function) if function is not None else None
+    if defined is None or not is_user_code(defined.file, workspace):
+        return finding
+    name = getattr(function, "__name__", None) or getattr(getattr(function, "function", None), "__name__", "?")
+    related = list(finding.related)
+    if finding.location is not None:
+        related.insert(0, Related(file=finding.location.file, line=finding.location.line,
+                                  column=finding.location.column, message=f"{first.target} is called here"))
+    return Finding(code=finding.code, severity=finding.severity, stage=finding.stage, location=defined,
+                   related=related, source_line=source_line(defined.file, defined.line),
+                   message=f"your ONNX translation of {first.target} (`{name}`) does not compute what torch does: "
+                           + finding.message)
+
+
+def _definition(function: Any) -> Location | None:
+    """The `def` line of a translation (a plain function, or an onnxscript function's Python one)."""
+    function = getattr(function, "function", function)  # onnxscript's OnnxFunction keeps the Python function
+    try:
+        function = inspect.unwrap(function)
+        file = inspect.getsourcefile(function)
+        line = inspect.getsourcelines(function)[1]
+    except (OSError, TypeError):
+        return None
+    return Location(file=file, line=line) if file else None

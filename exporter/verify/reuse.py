@@ -24,8 +24,8 @@ other weights on every save, hence another digest. `onnxlens check --no-cache` a
 editor's "Re-export" run verification again (the server removes the record).
 
 A reused verification ran nothing, so it has no onnxruntime profile: no cost per line
-(exporter/pipeline/stages/verify.py logs it). `profile` is one of the settings hashed, so switching it
-on verifies, and profiles, again.
+(the pipeline's verify stage logs it). `profile` is one of the settings hashed, so switching
+it on verifies, and profiles, again.
 """
 
 from __future__ import annotations

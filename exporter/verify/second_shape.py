@@ -18,8 +18,8 @@ pattern); inputs with no dynamic dimension kept.
 
 The ranges are not all torch knows: its guards can refuse sizes inside them (vit-pytorch's
 ViT adds its positional embedding, `num_patches + 1` rows long, to the patch tokens: any image
-with more patches than the example's fails in torch itself). The pipeline (pipeline/stages/verify.py)
-tries the candidates in order; one torch refuses is remembered, and when torch refuses every
+with more patches than the example's fails in torch itself). The verification's runs (runs.py)
+try the candidates in order; one torch refuses is remembered, and when torch refuses every
 larger one the model has a size limit the ONNX model does not know of — reported where torch
 failed. verify() compares onnxruntime with torch on the first candidate torch runs, so a
 failure or difference lands where verification puts its own: on the line of the ONNX node

@@ -32,6 +32,7 @@ Intermediate values (divergence.py) use the same rule, each with its own dtype a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -80,3 +81,8 @@ class Tolerance:
         return Bounds(rtol=self.rtol if self.rtol is not None else rtol,
                       atol=self.atol if self.atol is not None else atol,
                       noise_ulps=NOISE_ULPS_WIDE if wide else NOISE_ULPS_NARROW, eps=eps)
+
+
+def tolerance_of(spec: Any) -> Tolerance:
+    """The target's tolerance: its `rtol`/`atol` settings (a TargetSpec)."""
+    return Tolerance(rtol=spec.rtol, atol=spec.atol)

@@ -4,7 +4,7 @@ The child inherits the zygote's warm state (torch and the ONNX stack imported, t
 tables built) and nothing of any earlier job: it imports the user's code fresh, runs the
 pipeline, streams progress frames to the zygote, sends one result frame and exits. User code
 runs only here, never in the zygote; a child may raise torch's thread count (the zygote keeps
-one). The pipeline's typed events and result become payloads here (frames.py: only the server
+one). The pipeline's typed events and result become payloads here (wire/frames.py: only the server
 decodes them).
 
 Everything the zygote needs to explain a child that dies instead is set up here first:
@@ -38,9 +38,9 @@ from onnxlens.exporter.locations import Workspace, from_traceback, is_user_code
 from onnxlens.exporter.pipeline.output import artifacts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.target.code import modules_not_from_the_zygote
-from onnxlens.exporter import frames
-from onnxlens.exporter.frames import pack_payload, unpack_payload
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY, SPARE_NAME, FrameReader, write_frame
+from onnxlens.exporter.wire import frames
+from onnxlens.exporter.wire.frames import pack_payload, unpack_payload
+from onnxlens.exporter.wire.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY, SPARE_NAME, FrameReader, write_frame
 from onnxlens.exporter.events import PipelineEvent, StageEvent, event_to_dict
 from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, TargetSpec
 from onnxlens.exporter.worker.crashes import finding_at

@@ -14,7 +14,7 @@ import signal
 
 from onnxlens.exporter import references
 from onnxlens.exporter.locations import Frame, Workspace, from_faulthandler, is_user_code, locate
-from onnxlens.exporter.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY
+from onnxlens.exporter.wire.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY
 from onnxlens.exporter.types import ExportResult, Finding, TargetSpec
 
 _SIGNAL_WORDS = {

@@ -19,8 +19,8 @@ import sys
 import time
 from typing import Callable, Mapping
 
-from onnxlens.exporter import frames
-from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE, PRELOAD_VARIABLE
+from onnxlens.exporter.wire import frames
+from onnxlens.exporter.wire.protocol import PRELOAD_DENY_VARIABLE, PRELOAD_VARIABLE
 from onnxlens.exporter.worker.warmup import ready_to_fork, stop_tqdm_monitor
 
 

@@ -8,7 +8,7 @@ ONE thread: an OpenMP pool does not survive fork, so a child of a parent that ra
 region hangs in its first parallel op. (Library modules finished jobs imported are imported here
 too, never the user's: preload.py.)
 
-It talks to the server with typed frames (exporter/frames.py) over its stdin/stdout, which
+It talks to the server with typed frames (exporter/wire/frames.py) over its stdin/stdout, which
 it moves to private descriptors first, so a library printing to stdout cannot corrupt the stream.
 It supervises its children: relays their events and output, kills them on cancel and at their
 deadline (after asking faulthandler for the stack, to name the line that hung), and turns a
@@ -44,9 +44,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from onnxlens.exporter import frames
-from onnxlens.exporter.frames import pack_payload
-from onnxlens.exporter.protocol import (
+from onnxlens.exporter.wire import frames
+from onnxlens.exporter.wire.frames import pack_payload
+from onnxlens.exporter.wire.protocol import (
     INTERNAL_ERROR_STATUS,
     PROTOCOL_VERSION,
     THREAD_VARIABLES,
@@ -476,7 +476,7 @@ class Zygote:
         job.cancelled = True
         self._on_events(job)  # the events it sent so far: is it saving?
         if job.saving:
-            # A kill during the save leaves the old pair or the new one (pipeline/stages/save.py), but
+            # A kill during the save leaves the old pair or the new one (pipeline/output/onnx_commit.py), but
             # what it staged (the size of the weights) stays on disk until the target's next
             # save. Saving takes milliseconds to seconds: kill when it ends (its deadline still
             # applies).

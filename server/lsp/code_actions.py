@@ -19,7 +19,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from onnxlens.exporter import references
-from onnxlens.exporter.types import Fix as FindingEdit
+from onnxlens.exporter.types import SuggestedEdit
 from onnxlens.exporter.types import Location
 from onnxlens.server.fixits import registry
 from onnxlens.server.fixits.buffer_targets import new_target_fixes, selects_definition
@@ -196,7 +196,7 @@ def _fix_action(fix: Fix, kind: lsp.CodeActionKind, diagnostics: list[lsp.Diagno
                           command=show)
 
 
-def finding_edit_action(edit: FindingEdit, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
+def finding_edit_action(edit: SuggestedEdit, diagnostic: lsp.Diagnostic) -> lsp.CodeAction:
     """A text edit the exporter suggested (e.g. insert `torch._check(...)`) as a quick fix."""
     text_edit = lsp.TextEdit(range=line_range(edit.line, edit.column, edit.end_line, edit.end_column, None),
                              new_text=edit.new_text)

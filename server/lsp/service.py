@@ -52,7 +52,7 @@ class ServiceSlot:
 
     async def worker_adapter(self) -> dict:
         """The adapter of torch's internals the worker uses, once it is warm ({name, fallback},
-        exporter/frames.py: Ready); {} if it never warms up."""
+        exporter/wire/frames.py: Ready); {} if it never warms up."""
         worker = self.current.worker if self.current is not None else None
         if worker is None:
             return {}

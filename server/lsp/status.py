@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from onnxlens.exporter.graph_change import GraphChange
-from onnxlens.exporter.plain import Plain
+from onnxlens.exporter.wire.plain import Plain
 from onnxlens.exporter.types import ExportResult
 
 

@@ -1,5 +1,5 @@
 """An output path that cannot be written is an `output` finding naming the path and the
-operating system's error (pipeline/stages/save.py), on the target's line of the config, never a
+operating system's error (pipeline/output/write_errors.py), on the target's line of the config, never a
 `translation` "please report this": the real CLI process, a real directory where the model
 should go, and a real directory that refuses writes.
 

@@ -2,7 +2,7 @@
 
 The process that test_save_kills.py runs (torch imported once, two real models exported):
 
-1. the OLD model's pair is saved to OUT (pipeline/stages/save.py's `save_onnx`, then `name_by_content`,
+1. the OLD model's pair is saved to OUT (pipeline/output/onnx_commit.py's `save_onnx`, then `name_by_content`,
    as the pipeline does: the result between them);
 2. a forked child saves the NEW model over it while `strace -f -p CHILD` records every syscall
    of the save (the child stops itself with SIGSTOP before saving, and the save starts only
@@ -20,7 +20,7 @@ The process that test_save_kills.py runs (torch imported once, two real models e
    must see its torn pair.
 
 A pair is told by its graph with the data file's name taken out, and the weights it names: the
-new pair names its weights by a token first, then by their content (save.py).
+new pair names its weights by a token first, then by their content (output/onnx_commit.py).
 
 The report (JSON) holds the facts; the test asserts on them. Linux only (fork, strace).
 """
@@ -82,7 +82,7 @@ def save_with_two_renames(program, destination: Path) -> None:
 
 def pipeline_save(program, destination: Path) -> None:
     """The whole save as the pipeline does it: committed, then named by content."""
-    from onnxlens.exporter.pipeline.stages.save import name_by_content, save_onnx
+    from onnxlens.exporter.pipeline.output.onnx_commit import name_by_content, save_onnx
 
     name_by_content(save_onnx(program, str(destination)))
 

@@ -1,5 +1,5 @@
 """Decomposition failures whose error names no node land on the node they are about
-(exporter/pipeline/findings/failed_nodes.py, docs/diagnostics.md "Where a failure outside the
+(exporter/pipeline/failures/failed_nodes.py, docs/diagnostics.md "Where a failure outside the
 unsupported-op scan comes from").
 
 * torch's own export test `test/export/test_export.py::TestExport.test_cond_branches_return_constant_int`:

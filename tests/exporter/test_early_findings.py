@@ -30,7 +30,7 @@ import sys
 import pytest
 import torch
 
-import onnxlens.exporter.pipeline.findings.traced_ops as traced_ops
+import onnxlens.exporter.pipeline.untranslatable.traced_ops as traced_ops
 from onnxlens.exporter.onnx_pair import public_api_difference
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 from onnxlens.exporter.events import FindingsEvent, LogEvent, StageEvent

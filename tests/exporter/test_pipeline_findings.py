@@ -262,7 +262,7 @@ def test_error_located_by_one_strategy_only_gives_one_finding_on_that_line(works
     2.14 dynamo traces `object()` and fails without a line, and the unflattenable-output finding
     (outputs.py) finds the `return` statement. Either way: one finding, on that line, naming
     both strategies."""
-    from onnxlens.exporter.pipeline.findings import outputs
+    from onnxlens.exporter.pipeline.untranslatable import outputs
 
     result = run(workspace, "pkg/models.py:ReturnsObject")
     models = workspace / "pkg" / "models.py"
@@ -387,7 +387,7 @@ def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
     import sympy
     from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, _suggest_torch_checks
 
-    from onnxlens.exporter.pipeline.stages.capture import _check_fixes
+    from onnxlens.exporter.pipeline.failures.capture_failures import check_fixes
     from onnxlens.exporter.types import Location
 
     u0 = sympy.Symbol("u0", integer=True)
@@ -398,7 +398,7 @@ def test_torch_check_suggestions_become_insert_fixes_above_the_line(tmp_path):
             if n > 2:
                 return x
     """)
-    fixes = _check_fixes(error, Location(file=str(path), line=2, column=5), "    if n > 2:")
+    fixes = check_fixes(error, Location(file=str(path), line=2, column=5), "    if n > 2:")
     assert [f.new_text for f in fixes] == ["    torch._check(n > 2)\n", "    torch._check(n <= 2)\n"]
     assert all((f.line, f.column, f.end_line, f.end_column) == (2, 1, 2, 1) for f in fixes)
     assert fixes[0].title == "Insert torch._check(n > 2)"

@@ -151,7 +151,7 @@ def test_hover_info_reaches_library_helpers_only_through_the_users_line(exported
 def test_the_full_trace_keeps_library_helper_frames(workspace):
     """What findings read (stacks.FULL_TRACE): the chain down to the library line that called tanh."""
     from onnxlens.exporter.locations import Workspace, from_stack_trace, node_trace
-    from onnxlens.exporter.pipeline.stages.decompose import decompose
+    from onnxlens.exporter.pipeline.decompositions import decompose
     from onnxlens.exporter.pipeline.tracing.stacks import helper_frames_kept, restore_stock_traces
     from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 

@@ -1,4 +1,4 @@
-"""The one decoder of plain data (exporter/plain.py): a real export's result, every nested field
+"""The one decoder of plain data (exporter/wire/plain.py): a real export's result, every nested field
 filled by a real pipeline run, comes back equal through msgpack; and its rules, on small classes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import msgpack
 import pytest
 
-from onnxlens.exporter.plain import Plain, decode
+from onnxlens.exporter.wire.plain import Plain, decode
 from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
 
 from tests.exporter.engine_support import shared_pipeline, spec_for

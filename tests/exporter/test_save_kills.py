@@ -1,4 +1,4 @@
-"""A save killed at any instant leaves the old pair or the new one (pipeline/stages/save.py's invariant).
+"""A save killed at any instant leaves the old pair or the new one (pipeline/output/onnx_commit.py's invariant).
 
 A real save (both of its commits: the weights under a token's name, then under their content's),
 SIGKILLed by strace on entering each of its syscalls in turn (tests/exporter/save_kills.py runs

@@ -1,5 +1,5 @@
 """A symbolic value a torch function refuses for a plain argument, with the line that made it
-(exporter/pipeline/findings/symbolic_arguments.py; failures torch leaves unplaced).
+(exporter/pipeline/failures/symbolic_arguments.py; failures torch leaves unplaced).
 
 transformers' `sdpa_attention_forward` (integrations/sdpa_attention.py), called as onnx-diagnostic's
 `test_sdpa_attention_forward_export_is_causal` calls it (is_causal=True, no mask, a dynamic query

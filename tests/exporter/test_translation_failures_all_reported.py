@@ -1,5 +1,5 @@
 """Every node whose translation fails is a finding on its own line, all at once; a value the
-model returns that ONNX cannot hold lands on the `return` that returned it (translate.py,
+model returns that ONNX cannot hold lands on the `return` that returned it (translation_failures.py,
 outputs.py; docs/diagnostics.md "Where a failure outside the unsupported-op scan comes from").
 
 The stock translation stops at its first failing node. Cases:

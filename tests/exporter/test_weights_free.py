@@ -20,7 +20,7 @@ import onnx
 import pytest
 import torch
 
-from onnxlens.exporter.pipeline.findings.errors import exception_chain
+from onnxlens.exporter.pipeline.failures.errors import exception_chain
 from onnxlens.exporter.pipeline.target.graph_only import checkable
 from onnxlens.exporter.pipeline.target.weights import weights_free
 from tests.exporter.engine_support import shared_pipeline, spec_for, write

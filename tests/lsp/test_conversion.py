@@ -117,15 +117,15 @@ def test_the_profile_setting_overrides_the_configs_and_the_cost_lens_threshold_i
 
 
 def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
-    # Unit level: the example models produce no fix; capture.py suggests torch._check insertions
-    # for data-dependent guards, which this converts.
-    from onnxlens.exporter.types import Fix
+    # Unit level: the example models produce no suggested edit; capture_failures.py suggests
+    # torch._check insertions for data-dependent guards, which this converts.
+    from onnxlens.exporter.types import SuggestedEdit
     from onnxlens.server.lsp.code_actions import finding_edit_action
 
-    fix = Fix(title="Insert torch._check(u0 >= 0)", file="/w/m.py", line=20, column=1, end_line=20, end_column=1,
-              new_text="        torch._check(u0 >= 0)\n")
+    suggested = SuggestedEdit(title="Insert torch._check(u0 >= 0)", file="/w/m.py", line=20, column=1, end_line=20,
+                              end_column=1, new_text="        torch._check(u0 >= 0)\n")
     diagnostic = _entry("a", "/w/m.py").diagnostic
-    action = finding_edit_action(fix, diagnostic)
+    action = finding_edit_action(suggested, diagnostic)
     assert action.kind == lsp.CodeActionKind.QuickFix and action.diagnostics == [diagnostic]
     [edit] = action.edit.changes["file:///w/m.py"]
     assert edit.new_text == "        torch._check(u0 >= 0)\n"

@@ -2,7 +2,7 @@
 see the problems on the user's lines in two files, use the code actions and lenses, fix and save,
 see the problems go away and the .onnx appear.
 
-Needs the real pipeline (exporter/pipeline.py): the spectral target fails on two operators
+Needs the real pipeline (exporter/pipeline/): the spectral target fails on two operators
 without an ONNX translation, `torch.linalg.eigvals` in spectral.py and `torch.special.zeta` in
 the helper in features.py, and the pipeline puts each on its own line. The bootstrap pipeline
 reports one generic finding inside torch, so these assertions fail until the real one lands.

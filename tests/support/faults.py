@@ -82,7 +82,7 @@ class Artifact:
 
 
 def onnx_files(onnx: Path) -> list[Artifact]:
-    """The .onnx and the data file it names (`<name>.onnx.<digest>.data`, pipeline/stages/save.py)."""
+    """The .onnx and the data file it names (`<name>.onnx.<digest>.data`, pipeline/output/onnx_commit.py)."""
     from onnxlens.exporter.onnx_pair import named_data_file
 
     data = named_data_file(onnx) if onnx.exists() else None

@@ -1,5 +1,5 @@
 """The worker protocol's contract: docs/process-model.md's frame table is the frames of
-exporter/frames.py (every frame, its channel, its fields), and the zygote never decodes what it
+exporter/wire/frames.py (every frame, its channel, its fields), and the zygote never decodes what it
 relays (a payload: a progress event, a result, the previous graph)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from onnxlens.exporter import frames
+from onnxlens.exporter.wire import frames
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| (?P<channel>[a-z]+ → [a-z]+) \| `(?P<type>[a-z]+)` \|(?P<fields>[^|]*)\|")

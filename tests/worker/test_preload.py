@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from onnxlens.exporter.protocol import PRELOAD_DENY_VARIABLE
+from onnxlens.exporter.wire.protocol import PRELOAD_DENY_VARIABLE
 from onnxlens.server.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model
 

@@ -1,4 +1,4 @@
-"""The worker protocol: typed frames (exporter/frames.py) framed by exporter/protocol.py, over
+"""The worker protocol: typed frames (exporter/wire/frames.py) framed by exporter/wire/protocol.py, over
 real pipes."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import struct
 
 import pytest
 
-from onnxlens.exporter import frames
-from onnxlens.exporter.frames import hello_problem, pack_payload, unpack_payload
-from onnxlens.exporter.protocol import (
+from onnxlens.exporter.wire import frames
+from onnxlens.exporter.wire.frames import hello_problem, pack_payload, unpack_payload
+from onnxlens.exporter.wire.protocol import (
     PROTOCOL_VERSION,
     FrameReader,
     ProtocolError,

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from onnxlens.exporter.protocol import SPARE_NAME
+from onnxlens.exporter.wire.protocol import SPARE_NAME
 from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 
 from onnxlens.exporter.types import TargetSpec
-from onnxlens.exporter.protocol import SPARE_NAMES
+from onnxlens.exporter.wire.protocol import SPARE_NAMES
 from onnxlens.server.exports import ExportService
 
 MLP_SOURCE = '''

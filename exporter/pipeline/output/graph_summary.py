@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import onnx_ir as ir
 
-from onnxlens.exporter.pipeline.findings.dynamic_dims import conflicts
+from onnxlens.exporter.pipeline.failures.dynamic_dims import conflicts
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.types import FixedAxis, GraphSummary, GraphValue, Location
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 import onnxlens.exporter.pipeline.target.graph_only as graph_only
-from onnxlens.exporter.pipeline.findings.errors import fail_on
+from onnxlens.exporter.pipeline.failures.errors import fail_on
 from onnxlens.exporter.pipeline.job import Job
 
 # The data file the checked copy's initializers would name: none is read (checkable() declares

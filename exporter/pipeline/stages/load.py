@@ -11,11 +11,9 @@ random initialisation the previous export of the target computed is replayed, by
 
 from __future__ import annotations
 
-import contextlib
-
 from onnxlens.exporter import references
 import onnxlens.exporter.pipeline.target.code as loading
-from onnxlens.exporter.pipeline.target.kept_fills import FILL_OPS, KeptFills
+import onnxlens.exporter.pipeline.target.kept_fills as kept_fills
 import onnxlens.exporter.pipeline.target.weights as weights
 from onnxlens.exporter.locations import is_user_code, model_code
 from onnxlens.exporter.pipeline.job import Job
@@ -37,7 +35,7 @@ def run(job: Job) -> None:
         inputs_factory = loader.resolve(spec.inputs, "inputs")
         shapes_factory = loader.resolve(spec.dynamic_shapes, "dynamic-shapes") if spec.dynamic_shapes else None
         custom = loader.resolve(spec.custom_translations, "custom-translations") if spec.custom_translations else None
-        with _fills_kept(job):
+        with kept_fills.replayed(job):
             model = loader.call_factory(model_factory, "model")
             job.raw_inputs = loader.call_factory(inputs_factory, "inputs")
             args, kwargs = loading.split_inputs(job.raw_inputs)
@@ -88,20 +86,3 @@ def run(job: Job) -> None:
     job.registry = job.tables.registry(job.opset, custom)
     for rebuild in job.tables.rebuilds[rebuilds:]:  # the user's imports registered ops torchlib translates
         job.log(f"{spec.name}: {rebuild.describe()}")
-
-
-@contextlib.contextmanager
-def _fills_kept(job: Job):
-    """The factories' random fills replayed from, and recorded to, the target's kept fills."""
-    if job.kept_fills_fd is None or not internals.FULL:
-        yield
-        return
-    kept = KeptFills.open(job.kept_fills_fd)
-    try:
-        with internals.ops_intercepted(FILL_OPS, kept.fill):
-            yield
-    finally:
-        kept.close()
-        if kept.hits or kept.misses:
-            job.log(f"{job.spec.name}: random fills: {kept.hits} replayed ({kept.replayed_bytes / 2**20:.0f} MB), "
-                    f"{kept.misses} computed")

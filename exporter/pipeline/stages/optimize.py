@@ -18,7 +18,7 @@ from typing import Any
 
 import onnxlens.exporter.pipeline.output.lines as lines
 import onnxlens.exporter.pipeline.tracing.traced_state as traced_state
-from onnxlens.exporter.pipeline.findings.errors import error_finding
+from onnxlens.exporter.pipeline.failures.errors import error_finding
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.tracing.stacks import full_traces
 from onnxlens.exporter.torch_internals.active import internals

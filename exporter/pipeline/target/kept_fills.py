@@ -20,6 +20,9 @@ starts from the zygote's generator state, the same for every job): the key decid
 else (another op, a CUDA or meta tensor, a view that is not contiguous, a fill whose key is
 new) runs as it is; a new key's result is recorded for the next export.
 
+The load stage runs the factories inside `replayed(job)`: the fills looked up and recorded
+through the adapter's op interception (a torch without an adapter runs them as they are).
+
 Where the fills are kept: a memory file (memfd) the zygote holds per target and each child of
 that target inherits (exporter/worker/zygote.py): in memory, private to this user's worker,
 gone with it. Layout: a header (magic, index offset and length), the fills' bytes, and the
@@ -33,13 +36,19 @@ two jobs of one target from using it at once; the second runs without it.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import msgpack
+
+from onnxlens.exporter.torch_internals.active import internals
+
+if TYPE_CHECKING:
+    from onnxlens.exporter.pipeline.job import Job
 
 MAGIC = b"onnxlens-fills-1"
 HEADER = 32  # magic (16), index offset (8), index length (8)
@@ -190,3 +199,20 @@ def _write_from(fd: int, view: memoryview, offset: int) -> None:
     while view:
         count = os.pwrite(fd, view, offset)
         view, offset = view[count:], offset + count
+
+
+@contextlib.contextmanager
+def replayed(job: Job) -> Iterator[None]:
+    """The factories' random fills replayed from, and recorded to, the target's kept fills."""
+    if job.kept_fills_fd is None or not internals.FULL:
+        yield
+        return
+    kept = KeptFills.open(job.kept_fills_fd)
+    try:
+        with internals.ops_intercepted(FILL_OPS, kept.fill):
+            yield
+    finally:
+        kept.close()
+        if kept.hits or kept.misses:
+            job.log(f"{job.spec.name}: random fills: {kept.hits} replayed ({kept.replayed_bytes / 2**20:.0f} MB), "
+                    f"{kept.misses} computed")

@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from onnxlens.exporter.locations import Frame, Origin, Workspace, classify, from_stack_trace
 from onnxlens.exporter.locations.syntax import enclosing_function, parsed
-from onnxlens.exporter.pipeline.findings.past_first import FurtherProblem
+from onnxlens.exporter.pipeline.failures.past_first import FurtherProblem
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import Related
 
@@ -74,7 +74,7 @@ def bodies_past_first(target: Any, errors: list[tuple[str, BaseException]], work
     """The bodies dynamo refuses behind the first one, when strict capture (`errors`: each
     strategy's) stopped at a body it refused: a capture run again with every refusal let through
     (internals.hop_bodies_checked_past_failures), each refused body placed as the first is.
-    `chain_of` gives an error's call chain (capture.user_frames)."""
+    `chain_of` gives an error's call chain (call_chains.user_frames)."""
     if not any(strategy == "strict" and _refused_body(error) for strategy, error in errors):
         return []
     try:

@@ -1,7 +1,7 @@
 """The frames of the worker protocol: the contract between the server, the zygote and a job's
 child, one dataclass per message. Torch-free: the server imports this module.
 
-A frame's `encode` gives its bytes on the wire (exporter/protocol.py frames them: a length, then
+A frame's `encode` gives its bytes on the wire (exporter/wire/protocol.py frames them: a length, then
 msgpack of a map with a "type" key and the frame's fields); a channel's `decode` gives the frame
 of a body read from that channel, by the table of the frames that may arrive on it. Three
 channels: the zygote's stdout to the server (`TO_SERVER`), the server to the zygote's stdin
@@ -26,8 +26,8 @@ from typing import Any, ClassVar
 
 import msgpack
 
-from onnxlens.exporter.plain import Plain, decode
-from onnxlens.exporter.protocol import PROTOCOL_VERSION, ProtocolError, framed, unpack
+from onnxlens.exporter.wire.plain import Plain, decode
+from onnxlens.exporter.wire.protocol import PROTOCOL_VERSION, ProtocolError, framed, unpack
 from onnxlens.exporter.types import TargetSpec
 
 @dataclass(frozen=True)

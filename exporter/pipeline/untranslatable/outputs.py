@@ -26,11 +26,12 @@ import re
 import sys
 from typing import Any
 
-import onnxlens.exporter.pipeline.findings.output_fixes as output_fixes
-import onnxlens.exporter.pipeline.findings.returns as returns
+import onnxlens.exporter.pipeline.untranslatable.output_fixes as output_fixes
+import onnxlens.exporter.pipeline.untranslatable.returns as returns
 from onnxlens.exporter.locations import Frame, locate
-from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failures.errors import exception_chain, first_line, headline
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.tracing.strategies import Capture
 from onnxlens.exporter.types import Finding, Related
 
 DOCS_URL = "https://pytorch.org/docs/stable/export.html"
@@ -98,6 +99,18 @@ def finding(job: Job, type_name: str, notes: list[str]) -> Finding:
     message += "".join(f"\n({note})" for note in notes)
     return Finding(code="torch-export", stage="capture", location=place.location, related=related,
                    source_line=place.source_line, docs_url=DOCS_URL, message=message)
+
+
+def unflattenable_finding(job: Job, captured: Capture, type_name: str) -> Finding | None:
+    """The finding for an output type torch.export cannot flatten (the first failure above); None if working
+    it out failed (the strategies' own findings then stand)."""
+    notes = [f"torch.export {attempt.strategy}: {rejection(attempt.error) or headline(attempt.error)}"
+             for attempt in captured.attempts]
+    try:
+        return finding(job, type_name, notes)
+    except Exception as error:  # noqa: BLE001 - a bug here must not hide the capture failure
+        job.log(f"could not explain the unflattenable output {type_name}: {type(error).__name__}: {error}")
+        return None
 
 
 def untranslatable_output_finding(job: Job, node: Any, error: BaseException) -> Finding:

@@ -1,7 +1,7 @@
 """The framing of the worker protocol between the server, the export worker (the zygote) and its
 children: a frame is a 4-byte big-endian length followed by that many bytes of msgpack, encoding
 one message, a map with a "type" key. The messages themselves, and which arrive on which
-channel, are the frames of exporter/frames.py (the contract; docs/process-model.md lists them).
+channel, are the frames of exporter/wire/frames.py (the contract; docs/process-model.md lists them).
 Torch-free: the server imports this module.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import msgpack
 
-# Bump on any incompatible change to the framing or to the frames (exporter/frames.py).
+# Bump on any incompatible change to the framing or to the frames (exporter/wire/frames.py).
 PROTOCOL_VERSION = 2
 
 # Thread-pool sizes the client forces to 1 in the zygote's environment (an OpenMP pool does not
@@ -97,7 +97,7 @@ def write_frame(fd: int, data: bytes) -> None:
 
 class FrameReader:
     """Incremental reader of a non-blocking stream: feed it bytes, get the bodies of whole frames
-    (a channel of exporter/frames.py decodes them)."""
+    (a channel of exporter/wire/frames.py decodes them)."""
 
     def __init__(self) -> None:
         self._buffer = bytearray()

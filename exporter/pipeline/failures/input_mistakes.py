@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from onnxlens.exporter.locations import from_traceback, is_user_code, locate, node_span, source_line, statement_at
-from onnxlens.exporter.pipeline.findings.errors import exception_chain, first_line
+from onnxlens.exporter.pipeline.failures.errors import exception_chain, first_line
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.target.code import definition_location
 from onnxlens.exporter.types import Finding, Location, Related

@@ -19,9 +19,9 @@ from typing import Any, Iterator, NoReturn
 
 import onnxlens.exporter.verify.onnx_nodes as onnx_nodes
 from onnxlens.exporter.locations import from_stack_trace, from_traceback, is_user_code, locate
-from onnxlens.exporter.pipeline.findings.failed_nodes import (input_named_in, interpreted_node, layout_change, node_named_in,
+from onnxlens.exporter.pipeline.failures.failed_nodes import (input_named_in, interpreted_node, layout_change, node_named_in,
                                                      subgraph_owner)
-from onnxlens.exporter.pipeline.findings.hop_bodies import body_return
+from onnxlens.exporter.pipeline.failures.hop_bodies import body_return
 from onnxlens.exporter.pipeline.job import Job
 from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace
 from onnxlens.exporter.types import Finding, Related
@@ -145,6 +145,11 @@ def exception_chain(error: BaseException) -> Iterator[BaseException]:
 
 def first_line(text: str) -> str:
     return next((line.strip() for line in text.strip().splitlines() if line.strip()), "")
+
+
+def headline(error: BaseException) -> str:
+    """The exception's type and the first line of its message."""
+    return f"{type(error).__name__}: {first_line(str(error))}"
 
 
 def _short(text: str, limit: int = 2000) -> str:

@@ -2,7 +2,7 @@
 deep model comes after its first block was traced, not after the whole model was captured,
 decomposed and scanned.
 
-The scan (scan.py) dispatches the nodes of the *decomposed* program; on a model of 32 identical
+The scan (stages/scan.py) dispatches the nodes of the *decomposed* program; on a model of 32 identical
 blocks with a bad op in the block, that is after capture and decomposition of all 32. But an op
 that cannot be translated is usually known to be hopeless the moment the tracer records it in
 the first block. While the capture stage runs, every op node torch's tracer creates is checked,
@@ -62,7 +62,7 @@ import torch
 
 from onnxlens.exporter.locations import primary_frame
 from onnxlens.exporter.pipeline.job import Job
-from onnxlens.exporter.pipeline.findings.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
+from onnxlens.exporter.pipeline.untranslatable.op_findings import UnsupportedOp, findings_for, in_branch, unsupported_op
 from onnxlens.exporter.torch_internals.active import internals
 
 # The stage whose findings these are: the scan decides, with the decomposed program.

@@ -30,6 +30,7 @@ from typing import Any
 
 from onnxlens.exporter.locations import Frame, source_line
 from onnxlens.exporter.locations.names import short_path
+from onnxlens.exporter.locations.syntax import enclosing_function, parsed
 from onnxlens.exporter.types import Location
 
 # The names of torch's pytree registrations a library's function calls to register a type.
@@ -55,7 +56,8 @@ def switches(sites: list[Frame], forward: Any, kwargs: dict, inputs_factory: Any
     accepts = _parameters(forward)
     found: list[Switch] = []
     for site in sites:
-        function = _function_at(site.file, site.line)
+        tree = parsed(site.file)
+        function = enclosing_function(tree, site.line) if tree is not None else None
         if function is None:
             continue
         parameters = {argument.arg for argument in function.args.args + function.args.kwonlyargs}
@@ -134,7 +136,7 @@ def _files_calling_registrations(root: str) -> tuple[str, ...]:
 def _registering_functions(path: str, names: frozenset[str]) -> list[tuple[str, int]]:
     """Public module-level functions of `path` that call a pytree registration themselves and
     name one of `names`: (how to call it, its line)."""
-    tree = _parsed(path)
+    tree = parsed(path)
     if tree is None:
         return []
     found = []
@@ -162,27 +164,6 @@ def _called_names(function: ast.AST) -> set[str]:
             elif isinstance(target, ast.Attribute):
                 called.add(target.attr)
     return called
-
-
-def _parsed(path: str) -> ast.Module | None:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-
-
-def _function_at(path: str, line: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The innermost function whose body holds `line`."""
-    tree = _parsed(path)
-    if tree is None:
-        return None
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno <= line <= (node.end_lineno or 0):
-            if best is None or node.lineno >= best.lineno:
-                best = node
-    return best
 
 
 def _enclosing_ifs(function: ast.AST, line: int) -> list[ast.If]:

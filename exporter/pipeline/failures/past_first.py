@@ -2,7 +2,7 @@
 
 torch.export stops at the first problem. Some later ones can still be seen without changing
 torch's answer, by running something else after the failed capture: draft_export carries on past
-data-dependent values and ops without a fake kernel (capture.py); dynamo's check of higher-order
+data-dependent values and ops without a fake kernel (draft_problems.py); dynamo's check of higher-order
 op bodies, let through once it refused one, reaches the bodies the first refusal hid, and torch's
 next check of a body's outputs can be run on them as the op would read them once the first
 problem is fixed (hop_bodies.py). Each such problem says how it was found.

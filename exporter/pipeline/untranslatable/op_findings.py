@@ -169,7 +169,7 @@ def _callee(text: str | None, location: Location | None) -> str | None:
 
 def in_branch(op: UnsupportedOp) -> bool:
     """Traced through generated code (a torch.cond / while_loop branch): its chain lacks the line
-    in the branch, which only a strict re-capture finds (scan.py, `_locate_in_branches`)."""
+    in the branch, which only a strict re-capture finds (missing_translations.py, `located_in_branches`)."""
     return any(frame.file.startswith("<eval_with_key>") for frame in op.frames)
 
 
