@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
 import subprocess
 import sys
 import textwrap
@@ -445,3 +446,42 @@ def test_no_folder_of_the_exporter_holds_more_than_twelve_modules():
 
 def test_the_folder_check_finds_a_crowded_folder():
     assert _crowded({"exporter": 13, "exporter/verify": 12, "exporter/wire": 3}) == {"exporter": 13}
+
+
+def _unmapped(modules: dict[str, Path], code_map: str) -> list[str]:
+    """The modules of `modules` (and their packages) that `code_map` (ARCHITECTURE.md's section
+    for their top folder) never names: by the file's name (`name.py`) or the package's (`name/`),
+    in an entry of its listings or in its prose."""
+    entries = set(re.findall(r"\w+\.py|\w+/", code_map))
+    missing = set()
+    for path in modules.values():
+        if path.name == "__main__.py":
+            continue
+        if path.name == "__init__.py":
+            if path.parent.name + "/" not in entries:
+                missing.add(str(path.parent.relative_to(REPO)) + "/")
+        elif path.name not in entries:
+            missing.add(str(path.relative_to(REPO)))
+    return sorted(missing)
+
+
+def _code_map_section(top: str) -> str:
+    """ARCHITECTURE.md's code-map section of the folder `top` (its `### \\`top/\\`` heading to the next)."""
+    text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    start = text.index(f"### `{top}/`")
+    end = text.find("\n### ", start + 1)
+    return text[start:end if end != -1 else len(text)]
+
+
+@pytest.mark.parametrize("top", ["exporter", "server"])
+def test_architecture_code_map_names_every_module(top: str):
+    modules = {name: path for name, path in MODULES.items() if name.startswith(f"onnxlens.{top}")}
+    assert len(modules) > 30
+    assert not (missing := _unmapped(modules, _code_map_section(top))), \
+        f"modules ARCHITECTURE.md's code map does not name: {missing}"
+
+
+def test_the_code_map_check_finds_an_unnamed_module():
+    modules = {"a": REPO / "server/cli.py", "b": REPO / "server/fixits/__init__.py", "c": REPO / "server/new.py"}
+    assert _unmapped(modules, "    cli.py   the CLI\n    fixits/   quick fixes\n") == ["server/new.py"]
+    assert _unmapped(modules, "    cli.py   the CLI\n") == ["server/fixits/", "server/new.py"]
