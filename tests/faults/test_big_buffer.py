@@ -4,12 +4,12 @@ a hover: a buffer past the size of a model of the user's (2 MB) is not parsed, a
 parsed in the helper process (server/offload.py), not on the event loop, where a thread would
 not help either (ast holds the GIL for the whole parse).
 
-Measured here (2-core machine, other test runs beside it), hovering every 20 ms while the code
-action ran: 10 MB, the code action answered in 0.05 s, the hover beside it in 29 ms; 300 kB of
-generated functions, parsed in 2.6 s in the helper, 97 hovers, median 1.3 ms, 90th percentile
-5.7 ms, slowest 17 ms. The bound is 100 ms, past which a hover feels delayed. A parse on the
-event loop would hold every request behind it: the first hover beside the 10 MB buffer's code
-action would get no answer in 30 s.
+Checked by state, not by the clock: the 10 MB buffer gets no offer (a parse would have found
+its class), and while the 300 kB buffer is parsed the hovers keep being answered (a parse on the
+event loop would hold every request behind it: the first hover would be answered with the code
+action, and no other before it). Measured here once (2-core machine, other test runs beside it),
+hovering every 20 ms: 300 kB parsed in 2.6 s in the helper, 97 hovers, median 1.3 ms, slowest
+17 ms.
 """
 
 from __future__ import annotations
@@ -26,10 +26,6 @@ from tests.support.lsp import REQUEST_WAIT, uri
 from tests.support.workspace import write
 
 pytestmark = pytest.mark.slow  # the language server and the export worker as processes
-
-HOVER_BOUND = 0.100  # seconds: past this a hover feels delayed
-BLOCKED = 1.0  # seconds: a hover that waited for a parse (which takes seconds) would take longer
-
 
 def generated_module(size: int) -> tuple[str, int]:
     """A model class, then generated functions up to `size` characters; its `class` line."""
@@ -75,14 +71,6 @@ def forward_line(net: Path) -> int:
     return next(i for i, text in enumerate(net.read_text().splitlines(), 1) if "self.lin(x)" in text)
 
 
-def assert_not_delayed(took: list[float], what: str) -> None:
-    """Nine hovers in ten within 100 ms, none blocked: one hiccup of a loaded
-    2-core machine is no delay by the parse, which would hold every hover for its seconds."""
-    ranked = sorted(took)
-    assert ranked[len(ranked) * 9 // 10] < HOVER_BOUND and ranked[-1] < BLOCKED, \
-        f"{what}: hovers took {[round(t * 1000) for t in ranked]} ms"
-
-
 @pytest.mark.asyncio
 async def test_a_big_buffers_code_action_does_not_delay_a_hover(tmp_path):
     ws = make_fault_workspace(tmp_path)
@@ -96,8 +84,7 @@ async def test_a_big_buffers_code_action_does_not_delay_a_hover(tmp_path):
         text, class_line = generated_module(10_000_000)
         write(huge, text)
         actions, took, _ = await code_action_with_hovers(session, ws, huge, class_line)
-        assert not [a for a in actions if "export target" in a.title]
-        assert_not_delayed(took, "10 MB")
+        assert not [a for a in actions if "export target" in a.title]  # not parsed: no class found
 
         # 300 kB of generated functions: parsed in the helper (seconds), the offer made, hovers
         # answered meanwhile
@@ -106,7 +93,7 @@ async def test_a_big_buffers_code_action_does_not_delay_a_hover(tmp_path):
         write(big, text)
         actions, took, seconds = await code_action_with_hovers(session, ws, big, class_line)
         assert [a.title for a in actions if "export target" in a.title] == ["Add Generated as an ONNX export target"]
-        assert len(took) >= 5, f"the parse took {seconds:.2f} s: too short to hover during it"
-        assert_not_delayed(took, f"during a {seconds:.1f} s parse")
+        # Hovers answered while the code action waited on the parse: the event loop was free.
+        assert len(took) >= 5, f"{len(took)} hovers answered during the {seconds:.2f} s the code action took"
     finally:
         await session.close()

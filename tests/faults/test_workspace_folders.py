@@ -81,7 +81,9 @@ async def test_the_filesystem_root_as_workspace_folder_is_searched_within_bounds
         print(f"/: {searched[0]!r} after {took:.1f} s, {cpu:.1f} CPU-seconds, {len(hovers)} hovers, "
               f"slowest {max(hovers) * 1000:.0f} ms")
         assert took < MAX_SECONDS + 60 and cpu < MAX_SECONDS + 60
-        assert max(hovers) < 1.0, "the server stopped answering during the search"
+        # Answered while the search ran: a search holding the event loop would let the first
+        # hover through only when it ended, and the loop above would stop at one.
+        assert len(hovers) >= 5, f"{len(hovers)} hovers answered during the search: the server stopped answering"
         procs = session.track()
     finally:
         await session.close()
