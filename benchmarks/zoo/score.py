@@ -405,16 +405,14 @@ def score_all(cases: list[Case], progress=print, jobs: int = 2) -> list[Score]:
             concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         # Longest first (the pool starts its tasks in the order they come): one library's check
         # takes longer than all the others' stock exports, and started last it would run alone.
-        tasks = [(sum(took.get((case.id, "stock_seconds"), 0.0) for case in group), "stock", root)
-                 for root, group in by_root.items()]
-        tasks += [(sum(took.get((case.id, "onnxlens_seconds"), 0.0) for case in group), "check", root)
-                  for root, group in by_root.items()]
-        for _, kind, root in sorted(tasks, key=lambda task: -task[0]):
-            group = by_root[root]
-            if kind == "stock":
-                stock[root] = pool.submit(run_stock_library, root, group, Path(scratch), python[root], progress)
-            else:
-                checked[root] = pool.submit(run_onnxlens, root, [case.target for case in group], python[root])
+        tasks = []
+        for root, group in by_root.items():
+            tasks.append((sum(took.get((case.id, "stock_seconds"), 0.0) for case in group), stock, root,
+                          run_stock_library, (root, group, Path(scratch), python[root], progress)))
+            tasks.append((sum(took.get((case.id, "onnxlens_seconds"), 0.0) for case in group), checked, root,
+                          run_onnxlens, (root, [case.target for case in group], python[root])))
+        for _, futures, root, run, arguments in sorted(tasks, key=lambda task: -task[0]):
+            futures[root] = pool.submit(run, *arguments)
         scores = []
         for root, group in by_root.items():
             targets = checked[root].result()
