@@ -46,16 +46,20 @@ _CALL = re.compile(r"^(?P<pid>\d+)\s+(?P<name>[a-z0-9_]+)\((?P<args>.*)$")
 
 
 def models():
+    """The programs of OLD, NEW (other weights, another graph) and KEPT (OLD's weights, another
+    graph: its save keeps OLD's data file, output/kept_weights.py), their outputs on `x`, and `x`."""
     import torch
 
     torch.manual_seed(1)
     old = torch.nn.Sequential(torch.nn.Linear(16, 48), torch.nn.ReLU(), torch.nn.Linear(48, 8)).eval()
     torch.manual_seed(2)
     new = torch.nn.Sequential(torch.nn.Linear(16, 64), torch.nn.Tanh(), torch.nn.Linear(64, 8)).eval()
+    kept = torch.nn.Sequential(old[0], torch.nn.Tanh(), old[2]).eval()
     x = torch.randn(2, 16)
-    programs = [torch.onnx.export(model, (x,), dynamo=True, verbose=False) for model in (old, new)]
+    programs = {name: torch.onnx.export(model, (x,), dynamo=True, verbose=False)
+                for name, model in (("old", old), ("new", new), ("kept", kept))}
     with torch.no_grad():
-        expected = [model(x).numpy() for model in (old, new)]
+        expected = {name: model(x).numpy() for name, model in (("old", old), ("new", new), ("kept", kept))}
     return programs, expected, x.numpy()
 
 
@@ -172,20 +176,17 @@ def pair_state(directory: Path, name: str, pairs: dict[str, dict[str, bytes]], e
     return state
 
 
-def main(out: Path, report: Path) -> None:
-    import torch
-
+def kill_each_syscall(old_program, new_program, expected, x, out: Path, trace_file: Path) -> dict:
+    """Steps 1-5 of the module for one save of `new_program` over `old_program`'s pair in `out`."""
     from onnxlens.exporter.onnx_pair import named_data_file
 
-    torch.set_num_threads(1)  # the children fork from here (exporter-internals.md: OpenMP)
-    (old_program, new_program), expected, x = models()
     name = "net.onnx"
     destination = out / name
-    out.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
     pipeline_save(old_program, destination)
     old = snapshot(out)
 
-    trace_file = out.parent / "save.trace"
     ended, _ = save_in_child(new_program, destination, ["-f", "-o", str(trace_file)])
     new = snapshot(out)
     new_data = named_data_file(destination)
@@ -218,30 +219,44 @@ def main(out: Path, report: Path) -> None:
     left_behind = sorted(p.name for p in out.iterdir())
     pipeline_save(new_program, destination)
     after_next_save = pair_state(out, name, pairs, expected, x)
+    return {"destination": str(destination), "complete_save": ended, **new_data, "calls": calls,
+            "old_files": sorted(old), "new_files": sorted(new), "kills": kills,
+            "killed_at_commit": killed_at_commit, "left_behind": left_behind, "after_next_save": after_next_save}
 
+
+def main(out: Path, report: Path) -> None:
+    import torch
+
+    torch.set_num_threads(1)  # the children fork from here (exporter-internals.md: OpenMP)
+    programs, expected, x = models()
+    trace_file = out.parent / "save.trace"
+    # The save that writes new weights, and the one that keeps the old pair's data file.
+    scenarios = {new: kill_each_syscall(programs["old"], programs[new], [expected["old"], expected[new]], x,
+                                        out, trace_file)
+                 for new in ("new", "kept")}
+
+    name = "net.onnx"
+    destination = out / name
     control = []
     shutil.rmtree(out)
     out.mkdir()
-    save_with_two_renames(old_program, destination)
+    save_with_two_renames(programs["old"], destination)
     control_old = snapshot(out)
     trace_file.unlink()
-    save_in_child(new_program, destination, ["-o", str(trace_file), "-e", "trace=rename"], save_with_two_renames)
+    save_in_child(programs["new"], destination, ["-o", str(trace_file), "-e", "trace=rename"], save_with_two_renames)
     control_pairs = {"old": control_old, "new": snapshot(out)}
     renames = [line for line in trace_file.read_text().splitlines() if line.startswith("rename(")]
     for k, line in enumerate(renames, 1):
         restore(out, control_old)
-        how, _ = save_in_child(new_program, destination, ["-o", "/dev/null", "-e", "trace=rename",
-                                                           "-e", f"inject=rename:signal=KILL:when={k}"],
+        how, _ = save_in_child(programs["new"], destination, ["-o", "/dev/null", "-e", "trace=rename",
+                                                               "-e", f"inject=rename:signal=KILL:when={k}"],
                                save_with_two_renames)
         control.append({"name": "rename", "k": k, "args": line[7:300], "ended": how,
-                        **pair_state(out, name, control_pairs, expected, x, data=destination.with_name(name + ".data"))})
+                        **pair_state(out, name, control_pairs, [expected["old"], expected["new"]], x,
+                                     data=destination.with_name(name + ".data"))})
 
-    report.write_text(json.dumps({
-        "destination": str(destination), "complete_save": ended,
-        **new_data, "calls": calls, "old_files": sorted(old), "new_files": sorted(new),
-        "kills": kills, "killed_at_commit": killed_at_commit, "left_behind": left_behind,
-        "after_next_save": after_next_save, "control": control,
-    }, indent=1))
+    report.write_text(json.dumps({"written": scenarios["new"], "kept": scenarios["kept"], "control": control},
+                                 indent=1))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """A save killed at any instant leaves the old pair or the new one (pipeline/output/onnx_commit.py's invariant).
 
 A real save (both of its commits: the weights under a token's name, then under their content's),
+of new weights and, the second scenario, of the old pair's weights under another graph (the save
+keeps the old data file, output/kept_weights.py),
 SIGKILLed by strace on entering each of its syscalls in turn (tests/exporter/save_kills.py runs
 it and reports): after every kill the .onnx and the data file it names are byte for byte the
 old pair or the new one (the data file's name aside), and onnxruntime computes the old model's outputs or
@@ -28,7 +30,7 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> dict:
+def whole_report(tmp_path_factory) -> dict:
     scratch = tmp_path_factory.mktemp("save-kills")
     run = subprocess.run([sys.executable, "-m", "tests.exporter.save_kills", str(scratch / "out"),
                           str(scratch / "report.json")], cwd=REPO, capture_output=True, text=True)
@@ -36,6 +38,12 @@ def report(tmp_path_factory) -> dict:
         pytest.skip(f"strace cannot trace here: {run.stderr.strip().splitlines()[-1]}")
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads((scratch / "report.json").read_text())
+
+
+@pytest.fixture(params=["written", "kept"])
+def report(request, whole_report) -> dict:
+    """One scenario's facts: the save of new weights, or the save that keeps the old weights."""
+    return {**whole_report[request.param], "scenario": request.param}
 
 
 def test_the_trace_is_the_whole_save(report):
@@ -47,8 +55,21 @@ def test_the_trace_is_the_whole_save(report):
     # naming that renamed onto the .onnx.
     targets = [call["paths"][1] for call in report["calls"] if call["name"].startswith("rename")]
     destination = report["destination"]
-    weights = [t for t in targets if re.fullmatch(re.escape(destination) + r"\.[0-9a-f]{16}\.data", t)]
+    data_name = re.escape(destination) + r"\.[0-9a-f]{16}\.data"
+    weights = [t for t in targets if re.fullmatch(data_name, t)]
     commits = [index for index, target in enumerate(targets) if target == destination]
+    if report["scenario"] == "kept":
+        # The old pair's data file linked under the token's name (nothing written), then the commit.
+        links = [call for call in report["calls"] if call["name"] in ("link", "linkat")]
+        token = links[0]["paths"][1]
+        assert re.fullmatch(data_name, token) and links[0]["paths"][0] in [
+            f"{destination.rsplit('/', 1)[0]}/{old}" for old in report["old_files"]]
+        assert report["calls"].index(links[0]) < [i for i, c in enumerate(report["calls"])
+                                                   if c["name"].startswith("rename") and c["paths"][1:] == [destination]][0]
+        weights.insert(0, token)
+        targets.insert(0, token)
+        commits = [index + 1 for index in commits]
+        assert report["new_data"] in report["old_files"]  # named by content: the old pair's name
     assert len(weights) == len(commits) == 2, targets
     assert targets.index(weights[0]) < commits[0] < targets.index(weights[1]) < commits[1], targets
     assert weights[1] == f"{destination}.{report['new_data_sha256'][:16]}.data" != weights[0]
@@ -83,9 +104,9 @@ def test_the_next_save_removes_what_a_killed_save_left(report):
     assert after["files"] == sorted(["net.onnx", after["data"]])
 
 
-def test_the_control_two_renames_leave_a_torn_pair(report):
+def test_the_control_two_renames_leave_a_torn_pair(whole_report):
     """The control, a save by two renames (the data file, then the graph): killed between them,
     onnxruntime runs the old graph on the new weights (finite, wrong numbers) — what data files
     named per save prevent."""
-    states = [(c["pair"], c["computes"]) for c in report["control"]]
+    states = [(c["pair"], c["computes"]) for c in whole_report["control"]]
     assert ("neither", "neither") in states, states

@@ -6,7 +6,9 @@ private staging directory next to the destination (the rules of exporter/atomic.
 
 1. the weights, `<name>.onnx.data` as torch wrote them, are renamed to a name of their own
    beside the old pair (`<name>.onnx.<16 hex digits>.data`, a random token: onnx_pair.py), which
-   nothing names yet;
+   nothing names yet. When the committed pair's data file holds exactly the bytes this save
+   would write (the usual save: the code changed, the weights did not), that file is hard-linked
+   under the token's name instead, and nothing is written (kept_weights.py);
 2. the graph, its external-data locations naming that file, is renamed over the .onnx: the
    commit, one rename;
 3. only then the data files of earlier saves (and the stock-named `<name>.onnx.data`) go, with
@@ -58,6 +60,7 @@ import onnx
 
 from onnxlens.exporter import atomic, onnx_pair, written
 from onnxlens.exporter.pipeline.job import Job
+from onnxlens.exporter.pipeline.output import kept_weights
 from onnxlens.exporter.types import ExportResult, WrittenFile
 
 
@@ -66,6 +69,7 @@ class SavedModel:
     onnx: str
     data: str | None  # the data file the .onnx names; None for a model without external weights
     written: list[WrittenFile] = field(default_factory=list)
+    weights_kept: bool = False  # the data file is the one the pair before named (kept_weights.py)
 
 
 def save_onnx(onnx_program: Any, destination: str) -> SavedModel:
@@ -80,19 +84,25 @@ def save_onnx(onnx_program: Any, destination: str) -> SavedModel:
         try:
             staged = os.path.join(staging, name)
             staged_data = os.path.join(staging, onnx_pair.stock_data_file_name(name))
-            onnx_program.save(staged, include_initializers=True, keep_initializers_as_inputs=False,
-                              external_data=True)
+            # The new weights get a name beside the old pair that nothing names yet.
+            data = _unused_data_name(directory, name)
+            committed = _committed_data(destination)
+            kept = committed is not None and kept_weights.save_keeping(onnx_program, staged, committed, data)
+            if not kept:
+                onnx_program.save(staged, include_initializers=True, keep_initializers_as_inputs=False,
+                                  external_data=True)
             model = onnx.load(staged, load_external_data=False)
-            data = None
             if _names_weights(model, name):
-                data_fd = _open(staged_data, os.O_RDONLY, descriptors)
-                data = _unused_data_name(directory, name)
+                data_fd = _open(data if kept else staged_data, os.O_RDONLY, descriptors)
                 onnx_pair.relocate(model, os.path.basename(staged_data), os.path.basename(data))
                 graph_fd = _open(staged, os.O_RDWR | os.O_TRUNC, descriptors)
                 _write_all(graph_fd, model.SerializeToString())
-                # The new weights beside the old pair; nothing names them yet.
-                os.replace(staged_data, data)
+                if not kept:
+                    os.replace(staged_data, data)
             else:
+                if kept:  # weights no graph will name (a committed data file that held nothing)
+                    os.remove(data)
+                data = None
                 graph_fd = _open(staged, os.O_RDONLY, descriptors)
             graph_sha256 = written.sha256_of_fd(graph_fd)
             try:
@@ -102,12 +112,14 @@ def save_onnx(onnx_program: Any, destination: str) -> SavedModel:
                     with contextlib.suppress(OSError):
                         os.remove(data)
                 raise
+            _remove_superseded_data(directory, name, keep=data)
+            # Recorded after the removals: kept weights are an inode the old pair's name also
+            # linked, and its unlinking changed the inode's ctime.
             files = [written.recorded(destination, graph_fd, graph_sha256)]
             if data is not None:
                 files.append(written.recorded(data, data_fd))  # its digest: name_by_content
-            _remove_superseded_data(directory, name, keep=data)
             atomic.remove_stale_staging(directory, name, keep=staging)
-            return SavedModel(onnx=destination, data=data, written=files)
+            return SavedModel(onnx=destination, data=data, written=files, weights_kept=kept and data is not None)
         finally:
             for fd in descriptors:
                 os.close(fd)
@@ -183,6 +195,18 @@ class Naming:
         else:
             job.log(f"{job.spec.name}: the weights keep the name {self.saved.data}: "
                     f"{type(self.outcome).__name__}: {self.outcome}")
+
+
+def _committed_data(destination: str) -> str | None:
+    """The data file the committed .onnx at `destination` names, one of its own beside it (ours or
+    the stock name); None for none, or a .onnx that cannot be read as one."""
+    try:
+        data = onnx_pair.named_data_file(destination)
+    except Exception:  # noqa: BLE001 - no pair, or not one to keep anything of: a full save
+        return None
+    if data is None or not onnx_pair.is_data_file_of(data.name, os.path.basename(destination)):
+        return None
+    return str(data)
 
 
 def _unused_data_name(directory: str, name: str) -> str:

@@ -50,6 +50,8 @@ def run(job: Job) -> None:
             job.fail([output_finding(spec.output, error)])
     result.onnx, result.onnx_data, result.written = saved.onnx, saved.data, saved.written
     result.status = "ok"
+    if saved.weights_kept:
+        job.log(f"{spec.name}: weights kept: {os.path.basename(saved.data)} holds what the save would write")
     _write_sidecar(job, spec.output, entries)
     # An earlier weights-free export's graph-only file describes a model that is gone: the
     # .onnx now holds this one's graph.
