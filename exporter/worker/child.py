@@ -44,6 +44,7 @@ from onnxlens.exporter.wire.protocol import INTERNAL_ERROR_STATUS, OUT_OF_MEMORY
 from onnxlens.exporter.events import PipelineEvent, StageEvent, event_to_dict
 from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, TargetSpec
 from onnxlens.exporter.worker.crashes import finding_at
+from onnxlens.exporter.worker.frame_stack import with_deep_frame_stack
 from onnxlens.exporter.worker.preload import library_modules
 
 _PR_SET_PDEATHSIG = 1
@@ -91,7 +92,7 @@ def run_child(pipeline: Any, job: frames.Job | None, *, kept_fills_fd: int | Non
                                                   imports=library_modules(zygote_modules)).encode())
         if completes:
             # After the result: the editor shows the saved export while it is verified.
-            pipeline.finish(exported)
+            with_deep_frame_stack(pipeline.finish, exported)
             exported.result.findings = [_as_crash(spec, finding) for finding in exported.result.findings]
             write_frame(events_fd, frames.ChildCompleted(result=pack_payload(exported.result)).encode())
         if exported is not None:
@@ -238,7 +239,7 @@ def _run(pipeline: Any, spec: TargetSpec, events_fd: int, started: float,
             write_frame(events_fd, frames.Closure(files=_imported_user_files(workspace)).encode())
 
     try:
-        job = pipeline.export(spec, on_event, kept_fills_fd=kept_fills_fd)
+        job = with_deep_frame_stack(pipeline.export, spec, on_event, kept_fills_fd=kept_fills_fd)
     except SystemExit as error:
         return _failed(spec, error, started,
                        f"user code called sys.exit({error.code!r}) during the export; the export "
