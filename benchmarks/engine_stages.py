@@ -45,7 +45,7 @@ ROWS = [
     ("capture (helper frames kept) vs stock's capture", "stage:capture", "capture"),
     ("capture vs torch.export.export alone", "stage:capture", "torch.export"),
     ("decompose (+ type promotion)", "stage:decompose", "decompose"),
-    ("translate: FX → ONNX", "translate", "translate"),
+    ("translate: FX → ONNX (+ opset conversion)", "translate", "translate"),
     ("optimize", "optimize", "optimize"),
     ("save", "stage:save", "save"),
     ("registry build (ours: built once per process)", None, "registry"),

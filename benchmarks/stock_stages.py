@@ -17,7 +17,7 @@ STOCK_STEPS = {
     "capture": "capture (torch.export, non-strict)",
     "registry": "ONNX registry build",
     "decompose": "decompose (+ type promotion)",
-    "translate": "translate: FX → ONNX",
+    "translate": "translate: FX → ONNX (+ opset conversion)",
     "optimize": "optimize",
     "save": "save",
 }
@@ -64,5 +64,10 @@ def wrap_stock_steps(timings: Timings) -> None:
     timings.wrap(_registration.ONNXRegistry, "from_torchlib", "registry", classmethod_=True)
     timings.wrap(_core, "_prepare_exported_program_for_export", "decompose")
     timings.wrap(_core, "_exported_program_to_onnx_program", "translate")
+    # The opset conversion `_core.export` runs after translating (always: the public API's
+    # opset_version defaults to ONNX_DEFAULT_OPSET), inside our translate stage too.
+    from torch.onnx._internal._lazy_import import onnxscript_apis
+
+    timings.wrap(onnxscript_apis, "convert_version", "translate")
     timings.wrap(_onnx_program.ONNXProgram, "optimize", "optimize")
     timings.wrap(_onnx_program.ONNXProgram, "save", "save")
