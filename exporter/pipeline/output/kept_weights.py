@@ -14,7 +14,8 @@ give a model built again the same random weights) would write the same data file
    `tobytes()` (what `tofile` writes) at its offset, zeros elsewhere;
 3. equal: the committed data file is hard-linked under the new pair's name (same inode, no write),
    and the commit goes on as for any save (output/onnx_commit.py). Not equal, or anything
-   unexpected (no committed pair, a library without that function, no hard links here): the
+   unexpected (no committed pair, a library without that function or that wrote some bytes
+   otherwise, no tensor written at all, no hard links here): the
    caller saves as usual, the graph again and the weights, having lost the graph's serialization
    and the comparison up to the first difference.
 
@@ -36,6 +37,8 @@ from typing import Any, Iterator
 
 import onnx_ir.external_data as _external_data
 
+from onnxlens.exporter import onnx_pair
+
 _CHUNK = 64 << 20  # bytes of a big tensor compared at a time
 
 
@@ -50,7 +53,7 @@ def save_keeping(onnx_program: Any, staged: str, committed_data: str, linked: st
     would write are exactly those of `committed_data`, hard-link that file at `linked`: True.
     False: nothing at `linked`; whatever is at `staged` is to be saved over."""
     writes = _recorded_writes(onnx_program, staged)
-    if writes is None or not _holds(committed_data, writes):
+    if not writes or not _wrote_nothing(staged) or not _holds(committed_data, writes):
         return False
     try:
         os.link(committed_data, linked)
@@ -85,6 +88,17 @@ def _writes_recorded(writes: list[_Write]) -> Iterator[bool]:
         yield True
     finally:
         _external_data._write_tensor_at = original
+
+
+def _wrote_nothing(staged: str) -> bool:
+    """The save with its writes recorded left its data file empty: every byte of the weights went
+    through the recorded function (an onnx_ir that also writes some other way is not one whose
+    writes describe the file)."""
+    data = os.path.join(os.path.dirname(staged), onnx_pair.stock_data_file_name(os.path.basename(staged)))
+    try:
+        return os.path.getsize(data) == 0
+    except OSError:
+        return False
 
 
 def _holds(path: str, writes: list[_Write]) -> bool:
