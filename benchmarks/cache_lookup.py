@@ -34,6 +34,8 @@ import time
 from datetime import date
 from pathlib import Path
 
+from benchmarks.commit import measured_commit
+
 REPO = Path(__file__).resolve().parents[1]
 
 BLOCK = '''import torch
@@ -106,11 +108,6 @@ def check(root: Path, env: dict[str, str]) -> float:
     return seconds
 
 
-def commit() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                          cwd=REPO).stdout.strip() or "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=400)
@@ -149,7 +146,7 @@ def main() -> None:
 
     median = statistics.median(lookups)
     p95 = statistics.quantiles(lookups, n=20)[-1]
-    heading = f"## Commit `{commit()}`"
+    heading = f"## Commit `{measured_commit(args.out)}`"
     section = [
         heading,
         "",

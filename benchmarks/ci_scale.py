@@ -29,6 +29,7 @@ from datetime import date
 from pathlib import Path
 
 from tests.support.team import comparable
+from benchmarks.commit import measured_commit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -151,8 +152,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "CI_SCALE.md")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
+    commit = measured_commit(args.out)
     with tempfile.TemporaryDirectory(prefix="onnxlens-ci-scale-") as tmp:
         root = Path(tmp)
         names = make_workspace(root, args.targets)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.graph_lines import columns, main_over_models  # noqa: E402
 from benchmarks.run import machine  # noqa: E402
+from benchmarks.commit import measured_commit  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
 from onnxlens.exporter.pipeline.output import line_costs  # noqa: E402
 from onnxlens.exporter.verify import verify  # noqa: E402
@@ -118,7 +118,7 @@ def render(results: dict[str, dict], runs: int, started: str) -> str:
         row("the costliest line's lens", lambda r: f"`{r['top']}`" if r["top"] else "(no line of the workspace)"),
     ]
     load = ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    commit = measured_commit(OUT)
     return "\n".join([
         "# The added work per save: cost per line (`profile = true`)",
         "",

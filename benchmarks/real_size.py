@@ -60,6 +60,7 @@ import psutil
 from lsprotocol import types as lsp
 
 from benchmarks import run as worker_benchmark  # its machine() description
+from benchmarks.commit import measured_commit
 from onnxlens.exporter.wire.protocol import SPARE_NAMES
 from tests.support.lsp import EXPORT_STATUS, Client, uri
 
@@ -360,16 +361,6 @@ def stage_table(target: Target, row: dict) -> list[str]:
     return lines
 
 
-def measured_commit() -> str:
-    """The commit this run measures, and whether the working tree differed from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True).stdout.strip()
-
-    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/REAL_SIZE.md",
-                  ":!benchmarks/real_size.json")
-    return f"{git('rev-parse', '--short=10', 'HEAD')}" + (" with uncommitted changes" if changed else "")
-
-
 def table(targets: list[Target], ours: dict, runs: int, cold_runs: int, load: list[str], commit: str) -> str:
     lines = [
         "# Real-size saves through the language server",
@@ -445,7 +436,7 @@ def main() -> None:
         globals()["NANOGPT"] = options.nanogpt  # the target's prepare() reads it
     targets = [t for t in TARGETS if not options.only or t.name in options.only.split(",")]
     root = workspace(targets)
-    commit = measured_commit()
+    commit = measured_commit(HERE / "REAL_SIZE.md", HERE / "real_size.json", length=10)
     load = [load_average()]
     ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
     load.append(load_average())

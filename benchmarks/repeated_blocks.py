@@ -17,13 +17,14 @@ import argparse
 import io
 import logging
 import statistics
-import subprocess
 import sys
 import time
 import warnings
 from pathlib import Path
 
 import torch
+
+from benchmarks.commit import measured_commit
 
 HERE = Path(__file__).resolve().parent
 
@@ -98,19 +99,11 @@ def measure(count: int, runs: int) -> dict:
     }
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def table(rows: list[dict], runs: int) -> str:
     lines = [
         "# Identical blocks traced N times: torch's repeated regions",
         "",
-        f"`.venv/bin/python -m benchmarks.repeated_blocks --runs {runs}`, commit {_commit()}, torch "
+        f"`.venv/bin/python -m benchmarks.repeated_blocks --runs {runs}`, commit {measured_commit(HERE / 'REPEATED_BLOCKS.md')}, torch "
         f"{torch.__version__}, one thread. A stack of N identical blocks (LayerNorm, Linear, GELU, Linear, "
         "residual), captured by torch.export (non-strict, as stock's first strategy) with each block's "
         "`forward` plain and marked `torch.compiler.nested_compile_region`; warm, alternating, medians of "
