@@ -52,8 +52,11 @@ def save_keeping(onnx_program: Any, staged: str, committed_data: str, linked: st
     """Save `onnx_program`'s graph at `staged` as the public API does, and, when the weights it
     would write are exactly those of `committed_data`, hard-link that file at `linked`: True.
     False: nothing at `linked`; whatever is at `staged` is to be saved over."""
-    writes = _recorded_writes(onnx_program, staged)
-    if not writes or not _wrote_nothing(staged) or not _holds(committed_data, writes):
+    try:
+        writes = _recorded_writes(onnx_program, staged)
+        if not writes or not _wrote_nothing(staged) or not _holds(committed_data, writes):
+            return False
+    except Exception:  # noqa: BLE001 - the full save that follows gives the public API's outcome, its error included
         return False
     try:
         os.link(committed_data, linked)
