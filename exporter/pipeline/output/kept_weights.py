@@ -15,12 +15,13 @@ give a model built again the same random weights) would write the same data file
 3. equal: the committed data file is hard-linked under the new pair's name (same inode, no write),
    and the commit goes on as for any save (output/onnx_commit.py). Not equal, or anything
    unexpected (no committed pair, a library without that function or that wrote some bytes
-   otherwise, no tensor written at all, no hard links here): the
-   caller saves as usual, the graph again and the weights, having lost the graph's serialization
-   and the comparison up to the first difference.
+   otherwise, no tensor written at all, no hard links here, an exception): the caller saves as
+   usual, the graph again and the weights, having lost the graph's serialization and the
+   comparison up to the first difference.
 
 So the saved pair is byte for byte the one a full save writes (tests/exporter/test_kept_weights.py
-saves both ways and compares; the zoo's byte-identity check covers the graph). The comparison
+compares a kept save with stock's export of the same model; the zoo's saves are first saves, which
+never take this path). The comparison
 reads the committed file, from the page cache when it was written lately: ~0.2 s per 500 MB here,
 against ~1.5 s to write it.
 
