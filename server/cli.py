@@ -178,12 +178,15 @@ def check(args: argparse.Namespace) -> int:
     if show_progress:
         _announce(shard, args.changed, len(specs))
     if specs:
+        # No more jobs than targets: each job's torch gets the CPUs divided by the jobs, and a
+        # job slot no target fills would leave its share of the CPUs idle.
+        jobs = min(args.jobs, len(specs))
         if show_progress:
             print(f"onnxlens: exporting {len(specs)} target{'s' if len(specs) != 1 else ''} of "
-                  f"{config.config_file} ({min(args.jobs, len(specs))} at once)", file=sys.stderr, flush=True)
+                  f"{config.config_file} ({jobs} at once)", file=sys.stderr, flush=True)
         estimates = {t["name"]: float(t["memory_mb"]) for t in baseline["targets"] if t.get("memory_mb")} if baseline else {}
         results, memory, internal_errors = asyncio.run(
-            _export_all(specs, jobs=args.jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
+            _export_all(specs, jobs=jobs, use_cache=not args.no_cache, trust_cache=args.trust_cache,
                         on_done=finished, memory_budget_mb=args.memory_budget or _default_memory_budget(),
                         memory_estimates=estimates))
     run = CheckRun(config=config, results=results, seconds=time.perf_counter() - started,

@@ -7,6 +7,7 @@ assert on its output. Expected source lines are found by searching the example s
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -229,14 +230,17 @@ def test_target_option_selects_one_target(examples_workspace):
 
 def test_a_profiled_target_says_what_each_line_costs_in_the_json(tmp_path_factory):
     """`profile = true`: the example MLP's one line that computes (its forward's return) has all
-    of onnxruntime's kernel time, and the profile onnxruntime wrote is named, workspace-relative."""
+    of onnxruntime's kernel time, and the profile onnxruntime wrote is named, workspace-relative.
+    One target with `--jobs 2` is one job, and it runs on every CPU (with 2 jobs' share, the
+    verification of a big model took twice as long)."""
     workspace = copy_examples(tmp_path_factory.mktemp("profiled"))
     config = workspace / "pyproject.toml"
     config.write_text(config.read_text().replace("verify = true\n", "verify = true\nprofile = true\n", 1))
-    process = check(str(workspace), "--target", "mlp", "--format", "json")
+    process = check(str(workspace), "--target", "mlp", "--format", "json", "--jobs", "2")
     assert process.returncode == 0, process.stdout + process.stderr
     (target,) = json.loads(process.stdout)["targets"]
     cost = target["cost"]
+    assert cost["threads"] == os.cpu_count()
     mlp = workspace / "models" / "mlp.py"
     [line] = cost["lines"]
     assert (line["file"], line["line"]) == ("models/mlp.py", line_of(mlp, "return self.net(x)"))
