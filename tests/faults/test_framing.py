@@ -2,9 +2,10 @@
 (tests.support.lsp.RawServer: a typed client cannot send a bad header).
 
 Each framing fault is answered with a ParseError (id null), and the normal request sent right
-after it is answered: the stream resynced. The issue asks for that answer within 1 s; measured
-here (2-core machine, other test runs beside it) 0.3–16 ms after each fault, so the 1 s bound
-has a wide margin. Before the fix the server went deaf after any of them, and
+after it is answered with nothing more sent: the stream resynced. The reader resyncs on bytes
+alone (server/lsp/framing.py: the next `Content-Length` line), never on a timer, so the answer
+either comes from the bytes already sent or never; the test asserts that state, not a time
+(measured: 0.3–16 ms after each fault, against the issue's 1 s). Before the fix the server went deaf after any of them, and
 `Content-Length: 99999999999` killed it (MemoryError).
 """
 
@@ -21,7 +22,6 @@ from tests.support.lsp import RawServer, uri
 
 pytestmark = pytest.mark.slow  # the language server and the export worker as processes
 
-ANSWER_BOUND = 1.0  # seconds: a client that waits longer takes the server for hung; measured 0.3-16 ms
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
@@ -42,18 +42,16 @@ def hover_params(ws) -> dict:
     return {"textDocument": {"uri": uri(ws.net)}, "position": {"line": 0, "character": 0}}
 
 
-def answered_after(server: RawServer, ws, *bad: bytes) -> tuple[float, dict]:
-    """Send the chunks of `bad`, then a normal hover request; its answer and the seconds from
-    sending it to the answer."""
+def answered_after(server: RawServer, ws, *bad: bytes) -> dict:
+    """Send the chunks of `bad`, then a normal hover request, then nothing: its answer (a server
+    still waiting for bytes of the bad frame never gives it: RawServer.response fails)."""
     errors_before = parse_errors(server)
     for chunk in bad:
         server.send_bytes(chunk)
-    started = time.monotonic()
     reply = server.response(server.request("textDocument/hover", hover_params(ws)))
-    took = time.monotonic() - started
     assert "error" not in reply, reply
     server.wait_until(lambda: parse_errors(server) > errors_before, "the parse error for the bad frame", 10)
-    return took, reply
+    return reply
 
 
 def parse_errors(server: RawServer) -> int:
@@ -76,8 +74,7 @@ FAULTS = {
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_framing_error_is_answered_and_the_next_request_too(server, ws, fault):
-    took, _ = answered_after(server, ws, FAULTS[fault])
-    assert took < ANSWER_BOUND, f"the request after {fault!r} took {took:.3f} s"
+    answered_after(server, ws, FAULTS[fault])
     assert server.proc.poll() is None
 
 
@@ -88,10 +85,9 @@ def test_a_body_over_the_limit_is_not_read_into_memory(server, ws):
     before = process.memory_info().rss
     size = 80 * 1024 * 1024
     chunk = b"x" * (1 << 20)
-    took, _ = answered_after(server, ws, b"Content-Length: %d\r\n\r\n" % size, *[chunk] * (size // len(chunk)))
+    answered_after(server, ws, b"Content-Length: %d\r\n\r\n" % size, *[chunk] * (size // len(chunk)))
     grown = process.memory_info().rss - before
     assert grown < size // 4, f"the server grew by {grown / 2**20:.0f} MB reading a refused 80 MB body"
-    assert took < ANSWER_BOUND
 
 
 def test_zz_requests_after_shutdown_get_invalid_request(server, ws):
