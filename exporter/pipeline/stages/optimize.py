@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 import onnxlens.exporter.pipeline.output.lines as lines
+import onnxlens.exporter.pipeline.pattern_matching as pattern_matching
 import onnxlens.exporter.pipeline.tracing.traced_state as traced_state
 from onnxlens.exporter.pipeline.failures.errors import error_finding
 from onnxlens.exporter.pipeline.job import Job
@@ -45,6 +46,7 @@ def optimize(onnx_program: Any, input_names: list[str] | None = None, output_nam
     """`_core.export`'s steps after the opset conversion: optimize (unless told not to, as the
     public API's `optimize=False`), rename inputs and outputs."""
     if optimize:
+        pattern_matching.install()  # the same rewrites, without a walk of the graph per node and rule
         onnx_program.optimize()
     if input_names:
         internals.rename_inputs(onnx_program.model, input_names)
