@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=REPO / "benchmarks" / "CACHE_LOOKUP.md")
     args = parser.parse_args()
 
-    from onnxlens.server.cache import ResultCache
+    from onnxlens.server.service.cache import ResultCache
     from onnxlens.server.config import load_config
 
     with tempfile.TemporaryDirectory(prefix="onnxlens-cache-lookup-") as scratch:

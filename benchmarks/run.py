@@ -35,7 +35,7 @@ from pathlib import Path
 import psutil
 
 from onnxlens.exporter.types import TargetSpec
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

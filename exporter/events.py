@@ -1,8 +1,8 @@
 """The pipeline's progress events: what a running export reports before its result (its stages,
 its log lines, findings known before the result). Torch-free: they cross the pipe as payloads
 (exporter/wire/frames.py), dicts {"event": KIND, ...} (`event_to_dict`), and the worker client
-(server/worker.py) turns them back into these types (`event_from_dict`); the server adds its own
-kinds (server/events.py).
+(server/service/worker.py) turns them back into these types (`event_from_dict`); the server adds its own
+kinds (server/service/events.py).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Union
 
-from onnxlens.exporter.wire.plain import Plain
 from onnxlens.exporter.types import Finding
+from onnxlens.exporter.wire.plain import Plain
 
 
 @dataclass(frozen=True)

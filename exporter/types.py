@@ -3,8 +3,8 @@
 `ExportedGraph` a job's report compares with. Each is plain data (exporter/wire/plain.py): a
 dataclass of str/int/float/bool/list/dict that crosses as a dict (`to_dict` / `from_dict`). No
 torch, no pygls: the server imports this module, and so does the worker. The progress events
-are in exporter/events.py, what only the server keeps in server/events.py, what the editor is
-shown in server/lsp/status.py.
+are in exporter/events.py, what only the server keeps in server/service/events.py, what the editor is
+shown in server/lsp/exporting/status.py.
 
 Conventions (the contracts in docs/: diagnostics.md, cli.md):
 * paths are absolute in the data; the CLI makes them workspace-relative when it prints them;

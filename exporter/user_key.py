@@ -1,5 +1,5 @@
 """The key that signs what onnxlens keeps in a workspace for this user on this machine: the
-result cache's entries (server/cache.py) and kept verifications (exporter/verify/reuse.py).
+result cache's entries (server/service/cache.py) and kept verifications (exporter/verify/reuse.py).
 
 32 random bytes in `$XDG_CACHE_HOME/onnxlens/result-key` (`~/.cache/onnxlens/result-key` when the
 variable is unset): outside every workspace, created on first use with mode 0600 in a 0700

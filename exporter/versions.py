@@ -1,6 +1,6 @@
 """The versions that decide whether a cached result is still valid, read without importing torch.
 
-The cache key of a result includes them (server/cache.py), the worker reports them when it is
+The cache key of a result includes them (server/service/cache.py), the worker reports them when it is
 ready, and `onnxlens --version` and the server's log at start show them (`version_line`), with
 the adapter of torch's internals the worker's torch selects. Read from package metadata:
 importing torch to ask would cost the server a second.

@@ -2,7 +2,7 @@
 
 The save stage records each file it writes (the .onnx, its data file, a weights-free model's
 graph-only .onnx) as a `WrittenFile`; the result carries them, and the result cache
-(server/cache.py) trusts a stored result only while every one of them is still that file:
+(server/service/cache.py) trusts a stored result only while every one of them is still that file:
 another user of a shared output directory who swaps the "last good model" for other bytes, or a
 cache restored next to other files, is detected before the result is shown.
 

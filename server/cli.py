@@ -4,8 +4,8 @@ init` (export targets for the workspace's models), `onnxlens merge` (shards' res
 
 `onnxlens check` exports the workspace's targets through the same ExportService the language
 server uses (one code path for CI and editor) and prints the findings as text, JSON or SARIF;
-with `--baseline` it is a regression gate (server/gate.py), with `--shard K/N` one part of a CI
-matrix (server/shards.py), with `--changed FILE...` a pre-commit hook (server/reach.py).
+with `--baseline` it is a regression gate (server/check/gate.py), with `--shard K/N` one part of a CI
+matrix (server/check/shards.py), with `--changed FILE...` a pre-commit hook (server/check/reach.py).
 
 Exit status (`status_of`, one rule for `check` and `merge`): 0 no error findings, 1 error
 findings (warnings such as `mismatch` do not fail) — with a baseline: 0 the gate passed, 1 it
@@ -28,10 +28,10 @@ from typing import Callable
 from onnxlens.exporter import atomic
 from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.versions import installed_versions, version_lines
+from onnxlens.server.check.formats import RENDERERS, CheckRun, progress_line, to_json_data
+from onnxlens.server.check.gate import BaselineError, Thresholds, compare, load_baseline
+from onnxlens.server.check.shards import Shard, ShardError, parse_shard, shard_of
 from onnxlens.server.config import Config, find_config, load_config
-from onnxlens.server.formats import RENDERERS, CheckRun, progress_line, to_json_data
-from onnxlens.server.gate import BaselineError, Thresholds, compare, load_baseline
-from onnxlens.server.shards import Shard, ShardError, parse_shard, shard_of
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -192,7 +192,7 @@ def check(args: argparse.Namespace) -> int:
     run = CheckRun(config=config, results=results, seconds=time.perf_counter() - started,
                    selection=args.target, shard=shard, memory_mb=memory)
     if baseline is not None or args.save_baseline is not None:
-        from onnxlens.server.graphs import summarize
+        from onnxlens.server.check.graphs import summarize
 
         run.graphs = {result.target: summarize(result.onnx or result.graph_onnx)
                       for result in results if result.status == "ok" and (result.onnx or result.graph_onnx)}
@@ -203,7 +203,7 @@ def check(args: argparse.Namespace) -> int:
     if args.save_baseline is not None:
         _write(args.save_baseline, json.dumps(data, indent=2) + "\n")
     if args.summary is not None:
-        from onnxlens.server.summary import render_summary
+        from onnxlens.server.check.summary import render_summary
 
         _write(args.summary, render_summary(data))
     sys.stdout.write(RENDERERS[args.format](run))
@@ -217,8 +217,8 @@ def _narrowed(args: argparse.Namespace, config: Config, baseline: dict | None) -
     --shard's part of them (balanced by the baseline's times)."""
     specs = _select(config, args.target)
     if args.changed is not None:
-        from onnxlens.server.cache import ResultCache
-        from onnxlens.server.reach import reached
+        from onnxlens.server.service.cache import ResultCache
+        from onnxlens.server.check.reach import reached
 
         cache = ResultCache(sys.executable, trust_foreign=args.trust_cache)
         specs = reached(config, specs, [Path(f) for f in args.changed], cache)
@@ -273,8 +273,8 @@ def _default_memory_budget() -> float | None:
 
 
 def merge(args: argparse.Namespace) -> int:
-    """`onnxlens merge`: the shards' results joined (server/merge.py), on stdout."""
-    from onnxlens.server.merge import MergeError, merge_files
+    """`onnxlens merge`: the shards' results joined (server/check/merge.py), on stdout."""
+    from onnxlens.server.check.merge import MergeError, merge_files
 
     try:
         kind, merged = merge_files(args.files)
@@ -283,7 +283,7 @@ def merge(args: argparse.Namespace) -> int:
     if args.summary is not None:
         if kind != "json":
             raise UsageError("--summary needs the shards' JSON results (SARIF has no gate or graph data)")
-        from onnxlens.server.summary import render_summary
+        from onnxlens.server.check.summary import render_summary
 
         _write(args.summary, render_summary(merged))
     sys.stdout.write(json.dumps(merged, indent=2) + "\n")
@@ -401,7 +401,7 @@ async def _export_all(specs: list[TargetSpec], *, jobs: int, use_cache: bool, tr
     """Export every spec (at most `jobs` at once, within the memory budget); returns results in
     spec order, each export process's peak memory (MB, by target), and the number of exports
     that failed inside onnxlens itself (not in the user's model)."""
-    from onnxlens.server.exports import ExportService  # the worker client: only `check` needs it
+    from onnxlens.server.service.exports import ExportService  # the worker client: only `check` needs it
 
     service = ExportService(jobs=jobs, use_cache=use_cache, trust_cache=trust_cache,
                             memory_budget_mb=memory_budget_mb, memory_estimates=memory_estimates)

@@ -259,7 +259,7 @@ TARGET_CHECKS = {
     "extra-decompositions": _check_op_names,
     **_SHARED_CHECKS,
 }
-# The regression gate's thresholds (server/gate.py has their defaults and meaning).
+# The regression gate's thresholds (server/check/gate.py has their defaults and meaning).
 GATE_CHECKS = {
     "node-count-percent": _check_at_least(0, "a number of percent, 0 or more"),
     "initializer-size-percent": _check_at_least(0, "a number of percent, 0 or more"),

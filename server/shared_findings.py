@@ -10,7 +10,7 @@ or a code-scanning alert shows it once, saying which targets it stops.
 Two findings are the same problem when everything an editor shows of them is the same: code,
 severity, location (file, line and columns) and message; their related locations are joined,
 in order. The LSP store (server/lsp/diagnostics.py) and the text and SARIF output
-(server/formats.py) group by this key; the JSON output keeps each target's own list.
+(server/check/formats.py) group by this key; the JSON output keeps each target's own list.
 """
 
 from __future__ import annotations

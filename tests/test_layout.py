@@ -24,10 +24,11 @@
 * No import cycle between exporter's packages: a module's package imports (statically, as above)
   never lead back to it through packages beside it (a package's edges to the packages inside or
   around it do not count: pipeline/__init__ imports its stages, which import pipeline/job.py).
-* Small folders: no folder of exporter/ holds more than 12 modules (`__init__.py` not counted).
+* Small folders: no folder of exporter/ or server/ holds more than 12 modules (`__init__.py` not
+  counted).
 * One rule in one place: the names of the directories that hold none of the user's code are
   spelled in exporter/locations/directories.py only, and the ids of the server's commands in
-  server/lsp/command_ids.py only.
+  server/lsp/features/command_ids.py only.
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_import_graph_is_read():
     graph = _graph()
     # Sanity: the reader sees real edges, or an empty graph would pass the cycle test.
-    assert "onnxlens.exporter.types" in graph["onnxlens.server.exports"]
+    assert "onnxlens.exporter.types" in graph["onnxlens.server.service.exports"]
     assert len(graph) > 30
 
 
@@ -321,7 +322,7 @@ def _string_constants(path: Path) -> set[str]:
 
 
 RULE_OF_DIRECTORIES = "onnxlens.exporter.locations.directories"
-COMMAND_IDS = "onnxlens.server.lsp.command_ids"
+COMMAND_IDS = "onnxlens.server.lsp.features.command_ids"
 
 
 def _spelled_outside(owner: str, words: set[str]) -> dict[str, list[str]]:
@@ -340,7 +341,7 @@ def test_only_the_directory_rule_names_the_directories_that_are_not_the_users():
 
 
 def test_only_the_declaration_spells_the_server_commands():
-    from onnxlens.server.lsp.command_ids import ALL
+    from onnxlens.server.lsp.features.command_ids import ALL
 
     assert set(ALL) <= _string_constants(MODULES[COMMAND_IDS])
     assert not _spelled_outside(COMMAND_IDS, set(ALL))
@@ -349,7 +350,7 @@ def test_only_the_declaration_spells_the_server_commands():
 def test_the_spelling_check_finds_a_spelling():
     # Sanity: the checks above would see a module spelling a name of the rule.
     assert ".venv" in _string_constants(MODULES[RULE_OF_DIRECTORIES])
-    assert _spelled_outside("onnxlens.server.lsp.commands", {".venv"})
+    assert _spelled_outside("onnxlens.server.lsp.features.commands", {".venv"})
 
 
 PIPELINE = "onnxlens.exporter.pipeline"
@@ -438,9 +439,10 @@ def _crowded(counts: dict[str, int]) -> dict[str, int]:
     return {folder: count for folder, count in counts.items() if count > MOST_MODULES}
 
 
-def test_no_folder_of_the_exporter_holds_more_than_twelve_modules():
-    counts = _module_counts("onnxlens.exporter")
-    assert len(counts) > 10, "the exporter's folders are not where the layout says"
+@pytest.mark.parametrize("top, folders", [("exporter", 10), ("server", 6)])
+def test_no_folder_holds_more_than_twelve_modules(top: str, folders: int):
+    counts = _module_counts(f"onnxlens.{top}")
+    assert len(counts) > folders, f"{top}/'s folders are not where the layout says"
     assert not (crowded := _crowded(counts)), f"folders over {MOST_MODULES} modules: {crowded}"
 
 

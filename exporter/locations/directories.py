@@ -1,6 +1,6 @@
 """The one rule for which directories inside a workspace hold none of the user's code: what no
 finding is placed in (files.py, `Workspace.contains`), what the language server's watcher
-ignores (server/lsp/project.py) and what the search for models to add skips
+ignores (server/lsp/exporting/project.py) and what the search for models to add skips
 (server/fixits/workspace_scan.py).
 
 * By name (`NOT_USERS`): version control data (.git, .hg, .svn), environments under the names

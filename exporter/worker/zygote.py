@@ -1,6 +1,6 @@
 """The export worker's fork server ("zygote"): `python -m onnxlens.exporter.worker.zygote`.
 
-Started by the server (server/worker.py) as its own process, never forked from the threaded
+Started by the server (server/service/worker.py) as its own process, never forked from the threaded
 server. It imports torch and the ONNX stack, builds the pipeline's cached tables, runs one tiny
 warm-up export, freezes the heap (gc.freeze: fewer copy-on-write pages in children; warmup.py),
 and then forks one child per job (child.py). The zygote never runs user code and keeps torch at

@@ -3,9 +3,9 @@
     fix.py            `Fix`, the one shape of a quick fix (title, insertions, where to show
                       once applied); `ConfiguredTarget`, what a target's fix is planned from
     registry.py       which fixes there are and where each is offered: the table the
-                      code-action feature (server/lsp/code_actions.py) reads
+                      code-action feature (server/lsp/features/code_actions.py) reads
     edits.py          `Insertion`, applied to text (`onnxlens init`) or turned into a
-                      WorkspaceEdit (server/lsp/workspace_edits.py); the module a fix may edit
+                      WorkspaceEdit (server/lsp/features/workspace_edits.py); the module a fix may edit
     translation.py    "Write an ONNX translation for aten.X": the stub into the target's
                       custom-translations module (created and registered when there is none)
     decomposition.py  "Decompose aten.X with torch's decomposition": the op into the target's

@@ -1,6 +1,6 @@
 """Text insertions into the user's files: what a quick fix changes, decided by a torch-free and
 LSP-free module (translation.py, decomposition.py, dynamic_shapes.py, new_targets.py) and
-turned into a WorkspaceEdit in one place (server/lsp/workspace_edits.py), or applied to disk by
+turned into a WorkspaceEdit in one place (server/lsp/features/workspace_edits.py), or applied to disk by
 `onnxlens init` (`apply_insertions`); and the workspace module a fix may edit
 (`editable_module`)."""
 

@@ -2,7 +2,7 @@
 
 Every fix-it (translation.py, decomposition.py, dynamic_shapes.py, new_targets.py) plans a `Fix`:
 plain insertions (edits.py), decided without LSP. The language server turns one into a code
-action (server/lsp/code_actions.py reads registry.py) and `onnxlens init` applies a plan's
+action (server/lsp/features/code_actions.py reads registry.py) and `onnxlens init` applies a plan's
 insertions to disk; neither needs to know which kind of fix it holds.
 """
 

@@ -1,4 +1,4 @@
-"""Which quick fixes there are: the table the code-action feature (server/lsp/code_actions.py)
+"""Which quick fixes there are: the table the code-action feature (server/lsp/features/code_actions.py)
 reads, so that a new kind of fix is one entry here and one planning module, not a method of the
 feature repeating its lookups.
 

@@ -3,7 +3,7 @@
 An `unsupported-op` finding carries a stub per op (exporter/proposals/translation_stubs.py: the
 function, its parameters from the op's schema). This module decides the edits that put it in
 the target's custom-translations module, as a `Fix` (fix.py) the LSP layer turns into a code
-action (server/lsp/code_actions.py, through registry.py); it knows nothing about LSP.
+action (server/lsp/features/code_actions.py, through registry.py); it knows nothing about LSP.
 
 * The target has no `custom-translations`: a new module beside the model's file,
   `onnx_translations.py` (`onnx_translations_<target>.py` if that name is taken), with the

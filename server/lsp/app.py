@@ -13,19 +13,19 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from .client import Client
-from .code_actions import CodeActions
-from .code_lens import CodeLens
-from .commands import Commands
-from .documents import Documents
-from .handlers import Command, Feature
-from .hover import Hover
-from .inlay_hints import InlayHints
-from .lifecycle import Lifecycle
-from .server import OnnxlensServer
-from .session import Session
-from .stats import Stats
-from .triggers import Triggers
+from onnxlens.server.lsp.client import Client
+from onnxlens.server.lsp.connection.server import OnnxlensServer
+from onnxlens.server.lsp.exporting.triggers import Triggers
+from onnxlens.server.lsp.features.code_actions import CodeActions
+from onnxlens.server.lsp.features.code_lens import CodeLens
+from onnxlens.server.lsp.features.commands import Commands
+from onnxlens.server.lsp.features.documents import Documents
+from onnxlens.server.lsp.features.hover import Hover
+from onnxlens.server.lsp.features.inlay_hints import InlayHints
+from onnxlens.server.lsp.features.lifecycle import Lifecycle
+from onnxlens.server.lsp.features.stats import Stats
+from onnxlens.server.lsp.handlers import Command, Feature
+from onnxlens.server.lsp.session import Session
 
 Server = TypeVar("Server", bound=OnnxlensServer)
 

@@ -17,10 +17,9 @@ from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from onnxlens.server.lsp.status import ExportStatus
-
-from .capabilities import ClientFeatures
-from .progress import Progress
+from onnxlens.server.lsp.capabilities import ClientFeatures
+from onnxlens.server.lsp.exporting.progress import Progress
+from onnxlens.server.lsp.exporting.status import ExportStatus
 
 log = logging.getLogger("onnxlens.server.lsp")
 

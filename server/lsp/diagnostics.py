@@ -25,12 +25,11 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.events import FindingsEvent
 from onnxlens.exporter.types import Finding, Location
+from onnxlens.server.lsp.capabilities import ClientFeatures
+from onnxlens.server.lsp.client import Client
+from onnxlens.server.lsp.exporting.project import Project, norm
+from onnxlens.server.lsp.uris import uri_of
 from onnxlens.server.shared_findings import grouped, problem_key, with_targets
-
-from .capabilities import ClientFeatures
-from .client import Client
-from .project import Project, norm
-from .uris import uri_of
 
 SOURCE = "onnxlens"
 

@@ -17,8 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from onnxlens.exporter.types import ExportResult
-
-from .project import norm
+from onnxlens.server.lsp.exporting.project import norm
 
 Owner = tuple[str, str]  # (config file, target)
 # A file's current text, lines without their ends: the open buffer's, else the disk's; None if unreadable.

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .session import Session
+from onnxlens.server.lsp.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "onnxlens_handler"

@@ -20,19 +20,18 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.events import FindingsEvent
 from onnxlens.exporter.types import ExportResult
-from onnxlens.server.lsp.status import ExportStatus
 from onnxlens.server.config import find_config
+from onnxlens.server.lsp.client import Client
+from onnxlens.server.lsp.diagnostics import Diagnostics, SourceLines
+from onnxlens.server.lsp.exported_text import ExportedText
+from onnxlens.server.lsp.exporting.project import Project, norm
+from onnxlens.server.lsp.exporting.scheduler import ExportScheduler
+from onnxlens.server.lsp.exporting.service import ServiceSlot
+from onnxlens.server.lsp.exporting.status import ExportStatus
+from onnxlens.server.lsp.exporting.watcher import DiskWatcher
+from onnxlens.server.lsp.settings import Settings, parse_settings
+from onnxlens.server.lsp.uris import uri_of
 from onnxlens.server.offload import Offload
-
-from .client import Client
-from .diagnostics import Diagnostics, SourceLines
-from .exported_text import ExportedText
-from .project import Project, norm
-from .scheduler import ExportScheduler
-from .service import ServiceSlot
-from .settings import Settings, parse_settings
-from .uris import uri_of
-from .watcher import DiskWatcher
 
 
 class Session:

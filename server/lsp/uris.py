@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pygls.uris import from_fs_path, to_fs_path
 
-from .project import norm
+from onnxlens.server.lsp.exporting.project import norm
 
 
 def uri_of(path: str) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from onnxlens.exporter.types import ExportResult, Finding, Location
+from onnxlens.server.check.formats import CheckRun
 from onnxlens.server.cli import exit_status
 from onnxlens.server.config import load_config
-from onnxlens.server.formats import CheckRun
 
 
 def make_run(tmp_path: Path, *results: ExportResult, config: str | None = None) -> CheckRun:

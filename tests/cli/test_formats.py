@@ -1,4 +1,4 @@
-"""server/formats.py on hand-made results: the cases a real export rarely produces at once
+"""server/check/formats.py on hand-made results: the cases a real export rarely produces at once
 (findings outside the workspace, without a location, without columns, multi-line messages)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 
 from onnxlens.exporter.types import ExportResult, Finding, Location, Related, VerificationSummary
 from onnxlens.server.config import load_config
-from onnxlens.server.formats import (CheckRun, display_path, progress_line, render_json, render_sarif, render_text,
-                                     summary_line)
+from onnxlens.server.check.formats import (CheckRun, display_path, progress_line, render_json, render_sarif,
+                                           render_text, summary_line)
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import pytest
 
 from onnxlens.exporter.types import CODES
 from onnxlens.server import rules
-from onnxlens.server.fingerprints import SARIF_KEY
-from onnxlens.server.gate import GATE_CODES
+from onnxlens.server.check.fingerprints import SARIF_KEY
+from onnxlens.server.check.gate import GATE_CODES
 from tests.support.team import onnxlens, shift_lines, write_team
 from tests.support.workspace import REPO, line_of, write
 

@@ -1,6 +1,6 @@
 """`onnxlens check --shard K/N` and `onnxlens merge`: the shards' results joined equal the unsharded
 run (real CLI processes, real exports of tests/support/team.py's workspace), and how targets are
-split (server/shards.py, on names and times)."""
+split (server/check/shards.py, on names and times)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from onnxlens.server.shards import ShardError, parse_shard, shard_of, split
+from onnxlens.server.check.shards import ShardError, parse_shard, shard_of, split
 from tests.support.team import TARGETS, comparable, onnxlens, write_team
 
 @pytest.fixture(scope="module")

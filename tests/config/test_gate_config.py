@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from onnxlens.server.check.gate import Thresholds
 from onnxlens.server.config import load_config
-from onnxlens.server.gate import Thresholds
 from tests.support.workspace import line_of, write
 
 TARGET = '\n[[tool.onnxlens.target]]\nmodel = "m.py:Net"\ninputs = "m.py:inputs"\n'

@@ -12,7 +12,7 @@ import pytest
 from onnxlens.exporter.locations.directories import NOT_USERS, not_users_directory, under_not_users
 from onnxlens.exporter.locations.files import Workspace
 from onnxlens.server.fixits.workspace_scan import workspace_choices
-from onnxlens.server.lsp.project import Project, norm
+from onnxlens.server.lsp.exporting.project import Project, norm
 
 from tests.support.workspace import write
 

@@ -3,7 +3,7 @@
 
 Each framing fault is answered with a ParseError (id null), and the normal request sent right
 after it is answered with nothing more sent: the stream resynced. The reader resyncs on bytes
-alone (server/lsp/framing.py: the next `Content-Length` line), never on a timer, so the answer
+alone (server/lsp/connection/framing.py: the next `Content-Length` line), never on a timer, so the answer
 either comes from the bytes already sent or never; the test asserts that state, not a time
 (measured: 0.3–16 ms after each fault, against the issue's 1 s). Before the fix the server went deaf after any of them, and
 `Content-Length: 99999999999` killed it (MemoryError).

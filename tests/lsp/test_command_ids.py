@@ -1,4 +1,4 @@
-"""The commands the server implements are declared once (server/lsp/command_ids.py); the VS Code
+"""The commands the server implements are declared once (server/lsp/features/command_ids.py); the VS Code
 extension, which cannot import Python, spells them in TypeScript and its package.json. These
 tests read those files as they are shipped and hold them to the declaration: the commands the
 extension sends are ones the server answers, and the extension's own commands keep other names
@@ -11,8 +11,8 @@ import json
 import re
 from pathlib import Path
 
-from onnxlens.server.lsp import command_ids
 from onnxlens.server.lsp.app import create_language_server
+from onnxlens.server.lsp.features import command_ids
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "vscode-extension"

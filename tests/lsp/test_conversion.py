@@ -120,7 +120,7 @@ def test_a_suggested_fix_becomes_a_quick_fix_with_a_workspace_edit():
     # Unit level: the example models produce no suggested edit; capture_failures.py suggests
     # torch._check insertions for data-dependent guards, which this converts.
     from onnxlens.exporter.types import SuggestedEdit
-    from onnxlens.server.lsp.code_actions import finding_edit_action
+    from onnxlens.server.lsp.features.code_actions import finding_edit_action
 
     suggested = SuggestedEdit(title="Insert torch._check(u0 >= 0)", file="/w/m.py", line=20, column=1, end_line=20,
                               end_column=1, new_text="        torch._check(u0 >= 0)\n")

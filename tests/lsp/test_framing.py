@@ -1,4 +1,4 @@
-"""The LSP base protocol reader (server/lsp/framing.py): every framing fault is one error and
+"""The LSP base protocol reader (server/lsp/connection/framing.py): every framing fault is one error and
 the next well-formed message is read; a refused body is never held in memory. Pure bytes in,
 bodies out: the fault tests over a real server are in tests/faults/test_framing.py."""
 
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from onnxlens.server.lsp.framing import MAX_HEADER_BYTES, RESYNC_OVERLAP, FrameReader, FramingError
+from onnxlens.server.lsp.connection.framing import MAX_HEADER_BYTES, RESYNC_OVERLAP, FrameReader, FramingError
 
 
 def frame(body: bytes, *, header: bytes | None = None) -> bytes:

@@ -5,7 +5,7 @@ examples/), real ExportResult data; no server process."""
 from __future__ import annotations
 
 from onnxlens.exporter.types import ExportResult, Finding, Location
-from onnxlens.server.lsp.project import Project, norm
+from onnxlens.server.lsp.exporting.project import Project, norm
 
 from tests.support.workspace import copy_examples, line_of
 

@@ -19,13 +19,13 @@ from pygls.protocol.language_server import _prepare_command_arguments
 from pytest_lsp import client_capabilities
 
 from onnxlens.exporter.types import ExportResult, Finding, Location
-from onnxlens.server.lsp import command_ids
 from onnxlens.server.lsp.app import create_language_server, default_features
 from onnxlens.server.lsp.capabilities import ClientFeatures
 from onnxlens.server.lsp.client import Client
+from onnxlens.server.lsp.connection.server import OnnxlensServer
 from onnxlens.server.lsp.diagnostics import Diagnostics, SourceLines, fallback_location
-from onnxlens.server.lsp.project import Project, norm
-from onnxlens.server.lsp.server import OnnxlensServer
+from onnxlens.server.lsp.exporting.project import Project, norm
+from onnxlens.server.lsp.features import command_ids
 from onnxlens.server.lsp.session import Session
 
 from tests.support.workspace import copy_examples, lsp_line
@@ -54,7 +54,7 @@ def test_features_import_neither_the_server_nor_each_other():
     assert len(features) == 8, features
     for module in features:
         reached = _imports(module)
-        assert not reached & {"onnxlens.server.lsp.server", "onnxlens.server.lsp.app"}, module
+        assert not reached & {"onnxlens.server.lsp.connection.server", "onnxlens.server.lsp.app"}, module
         assert not reached & (features - {module}), f"{module} imports {reached & features}"
 
 

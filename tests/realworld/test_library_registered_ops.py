@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter.events import LogEvent
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 from tests.realworld.harness import (check, environment, errors, same_files, site_packages, stock_export,
                                      workspace)
 from tests.support.lsp import Client

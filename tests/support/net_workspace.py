@@ -114,7 +114,7 @@ def check_json(root: Path, user_cache: Path, *options: str, python: str = sys.ex
 
 
 def cache_entry(path: Path) -> tuple[dict, dict]:
-    """A cache file's entry and its payload (server/cache.py), as plain data."""
+    """A cache file's entry and its payload (server/service/cache.py), as plain data."""
     entry = msgpack.unpackb(path.read_bytes(), raw=False)
     return entry, msgpack.unpackb(entry["payload"], raw=False)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest_asyncio
 
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from onnxlens.exporter import written
 from onnxlens.exporter.onnx_pair import named_data_file
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 from tests.worker.worker_helpers import MLP_SOURCE, WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -9,9 +9,9 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from onnxlens.server.events import CachedEvent
-from onnxlens.server.cache import cache_file
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.cache import cache_file
+from onnxlens.server.service.events import CachedEvent
+from onnxlens.server.service.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes

@@ -1,5 +1,5 @@
 """The result cache trusts only what this user wrote on this machine, for the files on disk
-(server/cache.py): real exports through the warm worker, then the cache file and the model's
+(server/service/cache.py): real exports through the warm worker, then the cache file and the model's
 files changed the ways someone could change them to fake a pass — an entry edited by hand (a failed export
 turned into a pass), an entry signed with another key (another user, another machine: a
 committed or restored cache), a .onnx swapped for other bytes, its weights rewritten in place
@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from onnxlens.exporter.onnx_pair import named_data_file
-from onnxlens.server.cache import ResultCache, cache_file
-from onnxlens.server.exports import ExportService
 from onnxlens.exporter.user_key import KEY_BYTES, key_path
+from onnxlens.server.service.cache import ResultCache, cache_file
+from onnxlens.server.service.exports import ExportService
 from tests.support.net_workspace import BROKEN, NET, cache_entry, rewrite_cache_entry
 from tests.worker.worker_helpers import spec_for, write_model
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from onnxlens.server.events import OutputEvent
+from onnxlens.server.service.events import OutputEvent
 from tests.support.workspace import line_of
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 

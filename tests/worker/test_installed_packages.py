@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from onnxlens.server.exports import ExportService
-from onnxlens.server.installed import InstalledPackages
+from onnxlens.server.service.exports import ExportService
+from onnxlens.server.service.installed import InstalledPackages
 from tests.cli.test_missing_modules import MODEL, factor_of
 from tests.support.environments import build_wheel, install, make_environment
 from tests.worker.worker_helpers import spec_for, write_model

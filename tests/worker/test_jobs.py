@@ -15,7 +15,7 @@ import psutil
 import pytest
 
 from onnxlens.exporter.events import StageEvent
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 from tests.support.workspace import REPO
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, worker_children, write_model
 
@@ -155,7 +155,7 @@ async def test_the_zygote_and_its_children_die_with_the_server(tmp_path):
     write_model(tmp_path, "sleeper.py", SLEEPER_SOURCE)
     script = textwrap.dedent(f'''
         import asyncio
-        from onnxlens.server.exports import ExportService
+        from onnxlens.server.service.exports import ExportService
         from tests.worker.worker_helpers import spec_for
         from pathlib import Path
 

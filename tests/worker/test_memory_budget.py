@@ -1,5 +1,5 @@
 """`--jobs N` within a memory budget: the ExportService admits a job when a slot is free and its
-memory estimate fits beside those of the export processes still alive (server/admission.py), and
+memory estimate fits beside those of the export processes still alive (server/service/admission.py), and
 learns each target's estimate from its process's peak memory. Real zygotes, real exports; the
 admission rule alone on plain asyncio below."""
 
@@ -9,8 +9,8 @@ import asyncio
 
 import pytest
 
-from onnxlens.server.admission import Admission
-from onnxlens.server.exports import DEFAULT_JOB_MEMORY_MB, ExportService
+from onnxlens.server.service.admission import Admission
+from onnxlens.server.service.exports import DEFAULT_JOB_MEMORY_MB, ExportService
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 
 

@@ -17,7 +17,7 @@ import pytest
 import pytest_asyncio
 
 from onnxlens.exporter.wire.protocol import PRELOAD_DENY_VARIABLE
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 from tests.worker.worker_helpers import spec_for, write_model
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes

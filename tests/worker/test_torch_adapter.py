@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 
 from onnxlens.exporter.torch_internals import VERSION_VARIABLE
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 from tests.support.workspace import line_of
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 

@@ -11,7 +11,7 @@ import psutil
 
 from onnxlens.exporter.types import TargetSpec
 from onnxlens.exporter.wire.protocol import SPARE_NAMES
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.exports import ExportService
 
 MLP_SOURCE = '''
 import torch

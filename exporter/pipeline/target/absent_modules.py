@@ -1,6 +1,6 @@
 """Modules the target's code looked for in the workspace and did not find: the paths where they
 would be are recorded with the result (`ExportResult.absent`), so that `No module named
-'helpers'` is not answered from the cache once helpers.py is written (server/cache.py), and
+'helpers'` is not answered from the cache once helpers.py is written (server/service/cache.py), and
 writing it re-exports the target in the editor, as editing an imported file does.
 
 Recorded by a finder placed last on sys.meta_path while the job runs: the import system asks it
@@ -11,7 +11,7 @@ for in the directories D (its parent package's `__path__`, or sys.path for a top
 directory of D that is the workspace's by the one rule (exporter/locations: under the root, not
 vendored, not a venv, not the output directory), `b.py`, `b/__init__.py` and `b` (a namespace
 package's directory). Directories outside the workspace are the installed packages' part of the
-cache key (server/installed.py).
+cache key (server/service/installed.py).
 
 The finder never finds anything itself, and nothing it meets (an odd sys.path entry, a failing
 path check) reaches the import it watches.

@@ -14,7 +14,7 @@ export const Commands = {
 } as const;
 
 /**
- * Commands the server implements (workspace/executeCommand), as server/lsp/command_ids.py
+ * Commands the server implements (workspace/executeCommand), as server/lsp/features/command_ids.py
  * declares them (tests/lsp/test_command_ids.py checks these strings against it). The language
  * client registers each one the server announces as a VS Code command of the same name, which
  * is why ours above have different names.

@@ -16,7 +16,7 @@ import { MANAGE_TRUST_COMMAND } from "./constants";
 export const EXPORT_STATUS_NOTIFICATION = "onnxlens/exportStatus";
 export const EXPORT_STATUS_CAPABILITY = { onnxlens: { exportStatus: true } };
 
-/** `onnxlens/exportStatus` params: the server's ExportStatus.to_dict() (server/lsp/status.py), snake_case. */
+/** `onnxlens/exportStatus` params: the server's ExportStatus.to_dict() (server/lsp/exporting/status.py), snake_case. */
 export interface ExportStatus {
   target: string;
   state: "exporting" | "ok" | "failed" | "cancelled";

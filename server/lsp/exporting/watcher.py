@@ -158,7 +158,7 @@ class DiskWatcher:
         self._folders.pop(folder, None)
 
     def watch_installed(self, directories: list[str], changed: Callable[[], None]) -> None:
-        """The directories of the worker interpreter's import path (server/installed.py), each
+        """The directories of the worker interpreter's import path (server/service/installed.py), each
         non-recursively: `changed()` on the event loop when an entry of one changes. Not the
         workspace's watches: `forget` never drops them. Called in a worker thread."""
         for directory in directories:

@@ -9,7 +9,7 @@ comes second finds the file as already seen and does nothing.
 
 A change in a directory the export worker's interpreter imports from (a `pip install`, an
 upgrade) waits until those directories have been quiet for INSTALL_QUIET_S (an install writes
-for seconds); then, if the installed packages' fingerprint (server/installed.py) differs from
+for seconds); then, if the installed packages' fingerprint (server/service/installed.py) differs from
 the one last acted on, every target is looked up again: each key changed with it, so every
 target exports (on a new worker: the service retires the one that preloaded the old versions).
 """
@@ -22,10 +22,9 @@ import os
 from pathlib import Path
 
 from onnxlens.server.config import CONFIG_NAMES, find_config
-
-from .project import Project, norm
-from .session import Session
-from .watcher import DiskWatcher
+from onnxlens.server.lsp.exporting.project import Project, norm
+from onnxlens.server.lsp.exporting.watcher import DiskWatcher
+from onnxlens.server.lsp.session import Session
 
 _UNSEEN = object()  # no signature recorded for the path yet
 INSTALL_QUIET_S = 2.0  # an install's directories quiet this long: it is over

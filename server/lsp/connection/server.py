@@ -16,8 +16,8 @@ from lsprotocol import types as lsp
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
-from .framing import FrameReader, FramingError
-from .json_rpc import OnnxlensProtocol
+from onnxlens.server.lsp.connection.framing import FrameReader, FramingError
+from onnxlens.server.lsp.connection.json_rpc import OnnxlensProtocol
 
 log = logging.getLogger("onnxlens.server.lsp")
 

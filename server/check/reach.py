@@ -2,7 +2,7 @@
 pre-commit hook (.pre-commit-hooks.yaml passes the staged files).
 
 A target is reached when a changed file is in its closure: the workspace files its last export
-imported (kept with its cached result, server/cache.py, when the cache trusts the entry) and the
+imported (kept with its cached result, server/service/cache.py, when the cache trusts the entry) and the
 files its config references name. A target without a cached result is reached by any change (its closure is unknown until
 it is exported once), and a change of the config file reaches every target. Paths compare with
 symlinks resolved.
@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from onnxlens.exporter.types import TargetSpec
-from onnxlens.server.cache import ResultCache, referenced_files
 from onnxlens.server.config import Config
+from onnxlens.server.service.cache import ResultCache, referenced_files
 
 
 def reached(config: Config, specs: list[TargetSpec], changed: list[Path], cache: ResultCache) -> list[TargetSpec]:

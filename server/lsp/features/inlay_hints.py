@@ -13,11 +13,10 @@ from lsprotocol import types as lsp
 
 from onnxlens.exporter.locations.names import module_list
 from onnxlens.exporter.types import LineInfo
-
-from .diagnostics import units
-from .handlers import Feature, handles
-from .project import norm
-from .uris import path_of
+from onnxlens.server.lsp.diagnostics import units
+from onnxlens.server.lsp.exporting.project import norm
+from onnxlens.server.lsp.handlers import Feature, handles
+from onnxlens.server.lsp.uris import path_of
 
 
 class InlayHints(Feature):

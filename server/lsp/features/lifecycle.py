@@ -16,9 +16,9 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.uris import to_fs_path
 
-from .handlers import Feature, handles
-from .target_offer import TargetOffer
-from .triggers import Triggers
+from onnxlens.server.lsp.exporting.triggers import Triggers
+from onnxlens.server.lsp.features.target_offer import TargetOffer
+from onnxlens.server.lsp.handlers import Feature, handles
 
 
 @dataclass(eq=False)

@@ -23,14 +23,14 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from onnxlens.exporter.types import CODES, ExportResult, Finding, Location
+from onnxlens.server.check.fingerprints import SARIF_KEY, fingerprint_base, numbered
+from onnxlens.server.check.gate import GATE_CODES, GateVerdict
+from onnxlens.server.check.graphs import GateGraph
+from onnxlens.server.check.shards import Shard
+from onnxlens.server.check.source_lines import read_line
 from onnxlens.server.config import Config
-from onnxlens.server.fingerprints import SARIF_KEY, fingerprint_base, numbered
-from onnxlens.server.gate import GATE_CODES, GateVerdict
-from onnxlens.server.graphs import GateGraph
 from onnxlens.server.rules import rules
-from onnxlens.server.shards import Shard
 from onnxlens.server.shared_findings import grouped, merged, problem_key
-from onnxlens.server.source_lines import read_line
 
 INFORMATION_URI = "https://pypi.org/project/onnxlens/"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -55,7 +55,7 @@ class CheckRun:
     seconds: float = 0.0
     selection: list[str] = field(default_factory=list)  # --target names; empty: every target
     # What a baseline needs (`--save-baseline`, `--baseline`): each exported target's graph, read
-    # from its .onnx (server/graphs.py); None: not collected, and the JSON has no `graph`/`lines`.
+    # from its .onnx (server/check/graphs.py); None: not collected, and the JSON has no `graph`/`lines`.
     graphs: dict[str, GateGraph | None] | None = None
     gate: GateVerdict | None = None  # the comparison with `--baseline`
     shard: Shard | None = None  # `--shard K/N`: which part of the selection this run exported
@@ -142,7 +142,7 @@ def message_of(finding: Finding) -> str:
 
 @dataclass(frozen=True)
 class Placed:
-    """A finding of the run with its place filled in and its fingerprint (server/fingerprints.py)."""
+    """A finding of the run with its place filled in and its fingerprint (server/check/fingerprints.py)."""
 
     target: str | None
     finding: Finding

@@ -1,4 +1,4 @@
-"""What a listener of the export service (server/exports.py) is told while an export runs: the
+"""What a listener of the export service (server/service/exports.py) is told while an export runs: the
 pipeline's events (exporter/events.py) and the server's own, which never cross the pipe: the
 user code's output (the zygote's `log` frames) and "answered from the cache".
 """

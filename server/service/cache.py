@@ -8,7 +8,7 @@ the key it was computed under. The key is the sha256 of
   (`ExportResult.absent`, exporter/pipeline/target/absent_modules.py) exist: none when stored, so
   writing the missing `helpers.py` is a miss,
 * the TargetSpec (every option, the output paths),
-* what the worker's interpreter has installed (server/installed.py: the names importable from
+* what the worker's interpreter has installed (server/service/installed.py: the names importable from
   each directory of its import path, each distribution's metadata): a package installed,
   removed, upgraded or reinstalled since is a miss, so an import failure is retried once the
   module is installed and a new version of a library exports again,
@@ -53,13 +53,13 @@ import msgpack
 
 from onnxlens.exporter import references
 from onnxlens.exporter.atomic import write_bytes
-from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.torch_internals import adapter_in
-from onnxlens.exporter.versions import exporter_source_digest, interpreter_versions
+from onnxlens.exporter.types import ExportResult, TargetSpec
 from onnxlens.exporter.user_key import KeyRefused, user_key
+from onnxlens.exporter.versions import exporter_source_digest, interpreter_versions
 from onnxlens.exporter.written import changed
-from onnxlens.server.file_times import changed_since
-from onnxlens.server.installed import InstalledPackages
+from onnxlens.server.service.file_times import changed_since
+from onnxlens.server.service.installed import InstalledPackages
 
 log = logging.getLogger("onnxlens.cache")
 
@@ -192,7 +192,7 @@ class ResultCache:
     def stored_files(self, spec: TargetSpec) -> list[str] | None:
         """The files the target's trusted cached result depended on when it was stored, whether
         or not they changed since, and the absent paths whose appearance it depends on (None: no
-        trusted, readable entry): which targets a changed file reaches (server/reach.py)."""
+        trusted, readable entry): which targets a changed file reaches (server/check/reach.py)."""
         try:
             stored = self._trusted(cache_file(spec))
             return [str(path) for path in (*stored["files"], *stored["absent"])] if stored is not None else None

@@ -24,11 +24,11 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from onnxlens.exporter.report import export_id_of
 from onnxlens.exporter.types import ExportResult
-
-from .command_ids import EXPORT, EXPORT_ALL, OPEN_REPORT, OPEN_TRANSLATION, RESTART_WORKER, SHOW_EXPORTED_PROGRAM
-from .handlers import Feature, command
-from .project import Project, norm
-from .uris import uri_of
+from onnxlens.server.lsp.exporting.project import Project, norm
+from onnxlens.server.lsp.features.command_ids import (EXPORT, EXPORT_ALL, OPEN_REPORT, OPEN_TRANSLATION, RESTART_WORKER,
+                                                      SHOW_EXPORTED_PROGRAM)
+from onnxlens.server.lsp.handlers import Feature, command
+from onnxlens.server.lsp.uris import uri_of
 
 
 def _invalid(message: str) -> JsonRpcInvalidParams:

@@ -24,7 +24,7 @@ from lsprotocol.types import EXIT
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.protocol import LanguageServerProtocol
 
-from .framing import FramingError
+from onnxlens.server.lsp.connection.framing import FramingError
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from onnxlens.server.fixits.edits import Insertion
-
-from .uris import uri_of
+from onnxlens.server.lsp.uris import uri_of
 
 
 def workspace_edit(insertions: list[Insertion]) -> lsp.WorkspaceEdit:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .handlers import Feature, handles
+from onnxlens.server.lsp.handlers import Feature, handles
 
 STATS = "onnxlens/stats"
 

@@ -21,13 +21,12 @@ from typing import Any
 
 from onnxlens.exporter.events import FindingsEvent, StageEvent
 from onnxlens.exporter.types import ExportResult
-from onnxlens.server.events import CachedEvent, ProgressEvent
-from onnxlens.server.lsp.status import ExportStatus
-
-from .progress import Progress
-from .project import Project
-from .service import ServiceSlot
-from .settings import Settings
+from onnxlens.server.lsp.exporting.progress import Progress
+from onnxlens.server.lsp.exporting.project import Project
+from onnxlens.server.lsp.exporting.service import ServiceSlot
+from onnxlens.server.lsp.exporting.status import ExportStatus
+from onnxlens.server.lsp.settings import Settings
+from onnxlens.server.service.events import CachedEvent, ProgressEvent
 
 log = logging.getLogger(__name__)
 

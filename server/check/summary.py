@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onnxlens.server.gate import GATE_CODES, size_text
+from onnxlens.server.check.gate import GATE_CODES, size_text
 
 MARKER = "<!-- onnxlens-summary -->"
 LISTED = 50

@@ -1,8 +1,8 @@
 """ExportService: the server side's one way to get an ExportResult for a TargetSpec.
 
 Both `onnxlens check` and the language server use it, so CI and the editor run one code path:
-a result from the on-disk cache if the target is unchanged (server/cache.py), otherwise a job
-on the warm export worker (server/worker.py -> exporter/worker/zygote.py), at most `jobs` at once.
+a result from the on-disk cache if the target is unchanged (server/service/cache.py), otherwise a job
+on the warm export worker (server/service/worker.py -> exporter/worker/zygote.py), at most `jobs` at once.
 
 Failures of the machinery itself become findings on the target, never exceptions: a worker that
 cannot start (no torch in the user's interpreter, another onnxlens version) is a `crash` finding
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from onnxlens.exporter import references
 from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec, VerificationSummary
 from onnxlens.exporter.versions import version_lines
-from onnxlens.server.admission import Admission, Ticket
-from onnxlens.server.cache import ResultCache, forget_verification
-from onnxlens.server.events import CachedEvent, EventSink
-from onnxlens.server.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
+from onnxlens.server.service.admission import Admission, Ticket
+from onnxlens.server.service.cache import ResultCache, forget_verification
+from onnxlens.server.service.events import CachedEvent, EventSink
+from onnxlens.server.service.worker import Worker, WorkerDied, WorkerUnavailable, WorkerUnresponsive
 
 log = logging.getLogger("onnxlens.exports")
 
@@ -40,10 +40,10 @@ class ExportService:
                  memory_budget_mb: float | None = None, memory_estimates: dict[str, float] | None = None) -> None:
         """`python`: the user's interpreter (it needs torch and onnxlens); `env`: its
         environment (default: ours); `trust_cache`: use cached results signed by another key too
-        (server/cache.py; `onnxlens check --trust-cache` only, never the editor).
+        (server/service/cache.py; `onnxlens check --trust-cache` only, never the editor).
 
         `memory_budget_mb`: the memory the export processes running at once may need together
-        (server/admission.py; None: no limit), each job estimated by `memory_estimate`;
+        (server/service/admission.py; None: no limit), each job estimated by `memory_estimate`;
         `memory_estimates`: target -> MB its export process peaked at before (a baseline's).
         """
         self.jobs = max(1, jobs)
@@ -147,7 +147,7 @@ class ExportService:
     # ---- internals -----------------------------------------------------------------------
 
     async def _installed_now(self) -> str | None:
-        """The installed packages' fingerprint (server/installed.py; the first call asks the
+        """The installed packages' fingerprint (server/service/installed.py; the first call asks the
         interpreter in a subprocess: off the event loop)."""
         return await asyncio.to_thread(self.cache.installed.fingerprint)
 

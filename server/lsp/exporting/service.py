@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Callable
 
 from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
-from onnxlens.server.events import EventSink
-from onnxlens.server.exports import ExportService
+from onnxlens.server.service.events import EventSink
+from onnxlens.server.service.exports import ExportService
 
 
 class ServiceSlot:

@@ -22,12 +22,11 @@ from pathlib import Path
 from lsprotocol import types as lsp
 
 from onnxlens.server.config import find_config
-from onnxlens.server.offload import Offload
 from onnxlens.server.fixits.new_targets import NewTargets
 from onnxlens.server.fixits.workspace_scan import MAX_SECONDS, plan_workspace
-
-from .session import Session
-from .workspace_edits import workspace_edit
+from onnxlens.server.lsp.features.workspace_edits import workspace_edit
+from onnxlens.server.lsp.session import Session
+from onnxlens.server.offload import Offload
 
 ADD, LATER = "Add targets", "Not now"
 SCAN_TIMEOUT = MAX_SECONDS + 30.0  # the scan stops itself at MAX_SECONDS; then the planning

@@ -4,7 +4,7 @@
 environment, never in the workspace (exporter/launch.py), sends it jobs as msgpack frames and routes its replies to the waiting jobs. The
 zygote supervises the children (deadlines, crashes); this side cancels jobs, notices a zygote
 that died (every job in flight then fails with WorkerDied) or stopped answering, and stops it.
-Restarting is the caller's decision (server/exports.py).
+Restarting is the caller's decision (server/service/exports.py).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from onnxlens.exporter.wire import frames
 from onnxlens.exporter.events import event_from_dict
-from onnxlens.exporter.wire.frames import hello_problem, pack_payload, unpack_payload
 from onnxlens.exporter.launch import SAFE_PATH_VARIABLE, WORKING_DIRECTORY, interpreter_environment
+from onnxlens.exporter.wire import frames
+from onnxlens.exporter.wire.frames import hello_problem, pack_payload, unpack_payload
 from onnxlens.exporter.wire.protocol import (
     PRELOAD_DENY_VARIABLE,
     THREAD_VARIABLES,
@@ -33,7 +33,7 @@ from onnxlens.exporter.wire.protocol import (
     write_frame_async,
 )
 from onnxlens.exporter.types import ExportedGraph, ExportResult, TargetSpec
-from onnxlens.server.events import EventSink, OutputEvent, ProgressEvent
+from onnxlens.server.service.events import EventSink, OutputEvent, ProgressEvent
 
 log = logging.getLogger("onnxlens.worker")
 

@@ -26,13 +26,12 @@ from onnxlens.server.fixits.buffer_targets import new_target_fixes, selects_defi
 from onnxlens.server.fixits.candidates import MAX_FILE_BYTES
 from onnxlens.server.fixits.fix import ConfiguredTarget, Fix
 from onnxlens.server.fixits.new_targets import config_file_for
-
-from .command_ids import EXPORT, OPEN_REPORT, OPEN_TRANSLATION, SHOW_EXPORTED_PROGRAM
-from .diagnostics import Entry, line_range
-from .handlers import Feature, handles
-from .project import Project, TargetState, norm
-from .uris import path_of, uri_of
-from .workspace_edits import workspace_edit
+from onnxlens.server.lsp.diagnostics import Entry, line_range
+from onnxlens.server.lsp.exporting.project import Project, TargetState, norm
+from onnxlens.server.lsp.features.command_ids import EXPORT, OPEN_REPORT, OPEN_TRANSLATION, SHOW_EXPORTED_PROGRAM
+from onnxlens.server.lsp.features.workspace_edits import workspace_edit
+from onnxlens.server.lsp.handlers import Feature, handles
+from onnxlens.server.lsp.uris import path_of, uri_of
 
 KIND = lsp.CodeActionKind.QuickFix
 TARGET_KIND = lsp.CodeActionKind.RefactorRewrite  # a new target: no problem is fixed

@@ -1,11 +1,11 @@
 """The regression gate: `onnxlens check --baseline FILE` against a result saved from the main branch.
 
 Both sides are JSON results (docs/cli.md): the baseline as `--save-baseline` wrote it, the current
-run as server/formats.py renders it with the details a comparison needs (`graph` and `lines` per
+run as server/check/formats.py renders it with the details a comparison needs (`graph` and `lines` per
 target). The gate compares them target by target, only for the targets this run exported (a
 shard, a `--target` selection), and says:
 
-* each finding of this run as `new` or `unchanged` (by fingerprint, server/fingerprints.py), and
+* each finding of this run as `new` or `unchanged` (by fingerprint, server/check/fingerprints.py), and
   the baseline's findings that are gone (`fixed`);
 * regressions, each a finding of its own code (GATE_CODES, docs/diagnostics.md), on the line
   responsible where one is known, else on the model's definition:
@@ -36,8 +36,8 @@ from typing import Any
 
 from onnxlens.exporter import references
 from onnxlens.exporter.types import Finding, Location, Related
+from onnxlens.server.check.source_lines import read_line
 from onnxlens.server.config import Config
-from onnxlens.server.source_lines import read_line
 
 GATE_CODES = {
     "stopped-exporting": "error",

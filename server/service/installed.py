@@ -1,5 +1,5 @@
 """What the export worker's interpreter has installed, as one fingerprint: the part of a result's
-cache key (server/cache.py) that is not the workspace's files.
+cache key (server/service/cache.py) that is not the workspace's files.
 
 A result depends on the installed packages its code imports as much as on the workspace: `No
 module named 'tqdm'` holds until tqdm is installed, another version of a library may export
@@ -21,7 +21,7 @@ editor's "Re-export" export regardless.
 Cheap: the interpreter is asked for its sys.path once (a subprocess that imports no torch), and
 again when a .pth file changed (they add directories). A directory is listed once, and again
 only when its identity or mtime changed: a lookup stats the directories (a dozen), no more. A
-listing taken within the coarse clock's tick of a change (server/file_times.py) is taken again
+listing taken within the coarse clock's tick of a change (server/service/file_times.py) is taken again
 at the next call: a second change in that tick would not move the directory's mtime.
 """
 
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from onnxlens.exporter.launch import WORKING_DIRECTORY, interpreter_environment
-from onnxlens.server.file_times import changed_since
+from onnxlens.server.service.file_times import changed_since
 
 log = logging.getLogger("onnxlens.cache")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from onnxlens.exporter.graph_change import GraphChange
-from onnxlens.exporter.wire.plain import Plain
 from onnxlens.exporter.types import ExportResult
+from onnxlens.exporter.wire.plain import Plain
 
 
 @dataclass(frozen=True)

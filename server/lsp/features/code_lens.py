@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from lsprotocol import types as lsp
 
-from .command_ids import EXPORT, OPEN_REPORT
-from .handlers import Feature, handles
-from .project import TargetState, norm
-from .uris import path_of
+from onnxlens.server.lsp.exporting.project import TargetState, norm
+from onnxlens.server.lsp.features.command_ids import EXPORT, OPEN_REPORT
+from onnxlens.server.lsp.handlers import Feature, handles
+from onnxlens.server.lsp.uris import path_of
 
 
 class CodeLens(Feature):

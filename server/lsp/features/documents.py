@@ -14,10 +14,9 @@ from typing import Any
 from lsprotocol import types as lsp
 
 from onnxlens.server.config import find_config
-
-from .handlers import Feature, handles
-from .triggers import Triggers
-from .uris import path_of
+from onnxlens.server.lsp.exporting.triggers import Triggers
+from onnxlens.server.lsp.handlers import Feature, handles
+from onnxlens.server.lsp.uris import path_of
 
 
 @dataclass(eq=False)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from lsprotocol import types as lsp
 
 from onnxlens.exporter.types import LineInfo
-
-from .diagnostics import line_range
-from .handlers import Feature, handles
-from .project import norm
-from .uris import path_of
+from onnxlens.server.lsp.diagnostics import line_range
+from onnxlens.server.lsp.exporting.project import norm
+from onnxlens.server.lsp.handlers import Feature, handles
+from onnxlens.server.lsp.uris import path_of
 
 
 class Hover(Feature):
