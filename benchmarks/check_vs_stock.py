@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -31,6 +30,7 @@ import time
 from pathlib import Path
 
 from benchmarks.commit import measured_commit
+from benchmarks.run import load_average, machine
 
 HERE = Path(__file__).resolve().parent
 MODEL = HERE / "models" / "sam_vit_b.py"
@@ -80,14 +80,16 @@ def timed(command: list[str], cwd: Path) -> tuple[float, subprocess.CompletedPro
     return time.perf_counter() - start, done
 
 
-def check_once(root: Path, *extra: str) -> dict:
+def check_once(root: Path, *, verify: bool) -> dict:
     # As on a fresh CI machine: nothing saved before (a save can otherwise keep the weights file).
     shutil.rmtree(root / ".onnxlens", ignore_errors=True)
-    seconds, done = timed([*ONNXLENS, "check", "--no-cache", "--format", "json", *extra], root)
+    seconds, done = timed([*ONNXLENS, "check", "--no-cache", "--format", "json", *([] if verify else ["--no-verify"])],
+                          root)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (target,) = json.loads(done.stdout)["targets"]
     assert target["status"] == "ok", target
-    return {"seconds": seconds, "stages": target["stages"], "verified": bool(target.get("verification"))}
+    assert bool(target.get("verification")) == verify, target.get("verification")  # the run is the one named
+    return {"seconds": seconds, "stages": target["stages"]}
 
 
 def stock_once(root: Path) -> dict:
@@ -106,8 +108,8 @@ def measure(runs: int) -> dict:
         (root / "onnxlens.toml").write_text(CONFIG)
         verified, unverified, stock = [], [], []
         for run in range(runs):
-            verified.append(check_once(root))
-            unverified.append(check_once(root, "--no-verify"))
+            verified.append(check_once(root, verify=True))
+            unverified.append(check_once(root, verify=False))
             stock.append(stock_once(root))
             print(f"run {run + 1}: check {verified[-1]['seconds']:.1f} s, --no-verify {unverified[-1]['seconds']:.1f} s, "
                   f"stock {stock[-1]['seconds']:.1f} s", file=sys.stderr, flush=True)
@@ -130,7 +132,7 @@ def render(data: dict) -> str:
         "# `onnxlens check` against the stock exporter, cold",
         "",
         f"`.venv/bin/python -m benchmarks.check_vs_stock --runs {data['runs']}`, {data['date']}, commit {data['commit']}. "
-        f"{data['machine']}; load average {data['load_before']} → {data['load_after']} (start → end).",
+        f"Load average {data['load_before']} → {data['load_after']} (start → end).",
         "",
         "segment-anything's ViT-B image encoder at 1024x1024 (`sam_model_registry[\"vit_b\"]()`, random weights), "
         "one target. Each run: a fresh process until it exits — `onnxlens check --no-cache` (the worker's start "
@@ -158,6 +160,10 @@ def render(data: dict) -> str:
         f"{floor['torch'] + floor['onnxruntime']:.1f} s that no comparison of outputs can skip, against stock's "
         f"{stock:.1f} s for its whole export.",
         "",
+        "## Machine",
+        "",
+        *data["machine"],
+        "",
     ]
     return "\n".join(lines)
 
@@ -166,12 +172,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
     options = parser.parse_args()
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     data = measure(options.runs)
     data.update(runs=options.runs, date=time.strftime("%Y-%m-%d"), commit=measured_commit(OUT_MD, OUT_JSON),
-                load_before=load_before, load_after=", ".join(f"{x:.2f}" for x in os.getloadavg()),
-                threads=os.cpu_count() or 1,
-                machine=f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+                load_before=load_before, load_after=load_average(),
+                threads=os.cpu_count() or 1, machine=machine())
     OUT_JSON.write_text(json.dumps(data, indent=1) + "\n")
     OUT_MD.write_text(render(data))
     print(OUT_MD.read_text())

@@ -38,12 +38,11 @@ from pathlib import Path
 from typing import Callable
 
 import msgpack
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.run import machine  # noqa: E402
+from benchmarks.run import load_average, machine  # noqa: E402
 from benchmarks.commit import measured_commit  # noqa: E402
 from onnxlens.exporter.graph_change import graph_change  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
@@ -196,7 +195,7 @@ def render(results: dict[str, dict], runs: int, started: str) -> str:
         row("per result: keep the text of the files with line data", lambda r: ms(r["remember"])),
         row("per hint request after an edit: map the export's text to the buffer", lambda r: ms(r["mapping"]) + f" ({r['file_lines']} lines)"),
     ]
-    load = ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
+    load = load_average()
     commit = measured_commit(OUT)
     return "\n".join([
         "# The added work per save: inlay hints and the graph's change",

@@ -26,13 +26,12 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.graph_lines import columns, main_over_models  # noqa: E402
-from benchmarks.run import machine  # noqa: E402
+from benchmarks.run import load_average, machine  # noqa: E402
 from benchmarks.commit import measured_commit  # noqa: E402
 from onnxlens.exporter.pipeline import Pipeline  # noqa: E402
 from onnxlens.exporter.pipeline.output import line_costs  # noqa: E402
@@ -117,7 +116,7 @@ def render(results: dict[str, dict], runs: int, started: str) -> str:
         row("onnxruntime's profile kept beside the report", lambda r: f"{r['profile_bytes'] / 1024:.0f} KiB"),
         row("the costliest line's lens", lambda r: f"`{r['top']}`" if r["top"] else "(no line of the workspace)"),
     ]
-    load = ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
+    load = load_average()
     commit = measured_commit(OUT)
     return "\n".join([
         "# The added work per save: cost per line (`profile = true`)",

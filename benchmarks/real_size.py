@@ -59,7 +59,7 @@ from typing import Callable
 import psutil
 from lsprotocol import types as lsp
 
-from benchmarks import run as worker_benchmark  # its machine() description
+from benchmarks import run as worker_benchmark  # its machine() description and load_average()
 from benchmarks.commit import measured_commit
 from onnxlens.exporter.wire.protocol import SPARE_NAMES
 from tests.support.lsp import EXPORT_STATUS, Client, uri
@@ -420,10 +420,6 @@ def table(targets: list[Target], ours: dict, runs: int, cold_runs: int, load: li
     return "\n".join(lines) + "\n"
 
 
-def load_average() -> str:
-    return ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -437,9 +433,9 @@ def main() -> None:
     targets = [t for t in TARGETS if not options.only or t.name in options.only.split(",")]
     root = workspace(targets)
     commit = measured_commit(HERE / "REAL_SIZE.md", HERE / "real_size.json", length=10)
-    load = [load_average()]
+    load = [worker_benchmark.load_average()]
     ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
-    load.append(load_average())
+    load.append(worker_benchmark.load_average())
     text = table(targets, ours, options.runs, min(options.cold_runs, options.runs), load, commit)
     if options.no_write:
         print(text)

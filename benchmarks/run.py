@@ -171,6 +171,11 @@ async def measure_worker(root: Path, runs: int) -> dict[str, object]:
     return results
 
 
+def load_average() -> str:
+    """The 1-, 5- and 15-minute load averages, as the results tables give them."""
+    return ", ".join(f"{x:.2f}" for x in psutil.getloadavg())
+
+
 def machine() -> list[str]:
     cpu = "unknown CPU"
     try:
