@@ -89,19 +89,20 @@ def stock(root: str, model: dict) -> None:
     built = time.perf_counter()
     module, args, shapes = _target(root, model)
     built = time.perf_counter() - built
-    path = os.path.join(tempfile.mkdtemp(prefix="onnxlens-bench-"), f"{model['name']}-stock.onnx")
+    with tempfile.TemporaryDirectory(prefix="onnxlens-bench-") as scratch:  # removed when stdin ends
+        path = os.path.join(scratch, f"{model['name']}-stock.onnx")
 
-    def export() -> str:
-        return _outcome(lambda: _stock_export(module, args, shapes, path, model.get("optimize", True)))
+        def export() -> str:
+            return _outcome(lambda: _stock_export(module, args, shapes, path, model.get("optimize", True)))
 
-    export()  # the first export in a process pays its lazy initialisation
-    print(json.dumps({"ready": True, "build_seconds": built}), flush=True)
-    for _ in sys.stdin:
-        timings.take()
-        start = time.perf_counter()
-        outcome = export()
-        print(json.dumps({"seconds": time.perf_counter() - start, "outcome": outcome, "stages": timings.take(),
-                          "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}), flush=True)
+        export()  # the first export in a process pays its lazy initialisation
+        print(json.dumps({"ready": True, "build_seconds": built}), flush=True)
+        for _ in sys.stdin:
+            timings.take()
+            start = time.perf_counter()
+            outcome = export()
+            print(json.dumps({"seconds": time.perf_counter() - start, "outcome": outcome, "stages": timings.take(),
+                              "max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}), flush=True)
 
 
 def _median_of(runs: int, action) -> dict[str, float]:
@@ -116,13 +117,17 @@ def _median_of(runs: int, action) -> dict[str, float]:
 
 
 def warm(root: str, models: list[dict], runs: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="onnxlens-bench-") as out_dir:
+        print(json.dumps(_warm(root, models, runs, out_dir)))
+
+
+def _warm(root: str, models: list[dict], runs: int, out_dir: str) -> dict:
     import torch
 
     from onnxlens.exporter.pipeline import Pipeline
     from onnxlens.exporter.types import TargetSpec
 
     sys.path.insert(0, root)
-    out_dir = tempfile.mkdtemp(prefix="onnxlens-bench-")
     pipeline = Pipeline()
     pipeline.warm_up()
     results = {}
@@ -145,7 +150,7 @@ def warm(root: str, models: list[dict], runs: int) -> None:
             key = "pipeline_verify" if verify else "pipeline_no_verify"
             row[key] = _median_of(runs, lambda: pipeline.run(spec))
         results[model["name"]] = row
-    print(json.dumps(results))
+    return results
 
 
 if __name__ == "__main__":

@@ -43,7 +43,11 @@ def _finished(data: dict, target: str) -> int:
 
 
 async def run(runs: int) -> list[dict]:
-    workspace = copy_examples(Path(tempfile.mkdtemp(prefix="onnxlens-bench-")))
+    with tempfile.TemporaryDirectory(prefix="onnxlens-bench-") as scratch:
+        return await measure(copy_examples(Path(scratch)), runs)
+
+
+async def measure(workspace: Path, runs: int) -> list[dict]:
     client = await Client.launch(workspace, editor=None, settings={"debounceMs": 0})
     for target in TARGETS:  # the initial exports (worker warm-up) are not measured
         await client.exports_finished(target, 1)

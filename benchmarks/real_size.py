@@ -434,7 +434,10 @@ def main() -> None:
     root = workspace(targets)
     commit = measured_commit(HERE / "REAL_SIZE.md", HERE / "real_size.json", length=10)
     load = [worker_benchmark.load_average()]
-    ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
+    try:
+        ours = asyncio.run(through_lsp(root, targets, options.runs, min(options.cold_runs, options.runs)))
+    finally:  # the workspace holds every cold export (BERT-base's alone is 420 MB)
+        shutil.rmtree(root, ignore_errors=True)
     load.append(worker_benchmark.load_average())
     text = table(targets, ours, options.runs, min(options.cold_runs, options.runs), load, commit)
     if options.no_write:

@@ -111,11 +111,16 @@ class Editor:
 
 
 async def main() -> int:
-    workspace = Path(tempfile.mkdtemp(prefix="onnxlens-demo-")) / "examples"
+    # A copy of examples/, removed when the demo ends (each run would leave its models behind).
+    with tempfile.TemporaryDirectory(prefix="onnxlens-demo-") as scratch:
+        return await demo(Path(scratch) / "examples")
+
+
+async def demo(workspace: Path) -> int:
     shutil.copytree(EXAMPLES, workspace, ignore=shutil.ignore_patterns(".onnxlens", "__pycache__", "lsp_demo.py"))
     editor = Editor(workspace)
     client = editor.client
-    print(f"workspace: {workspace}")
+    print(f"workspace: {workspace} (a copy of examples/, removed when the demo ends)")
     await client.start_io(sys.executable, "-I", "-m", "onnxlens.server")
     started = time.perf_counter()
     await client.initialize_async(lsp.InitializeParams(
