@@ -1,7 +1,8 @@
 """The child forked ahead of the next job (the spare, exporter/worker/zygote.py) runs that job as
 a child forked for it would (real zygote, real children): it is named so until then (SPARE_NAME
 once warm), and an unseeded model draws the same numbers in it as in a child forked at once (its
-warm-up put torch's generator back as the zygote had it)."""
+warm-up put torch's generator back as the zygote had it). Both run the job without the cyclic
+garbage collector (child.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import psutil
 import pytest
 
 from onnxlens.exporter.wire.protocol import SPARE_NAME
-from tests.worker.worker_helpers import WIDE_MLP_SOURCE, spec_for, write_model
+from tests.worker.worker_helpers import MLP_SOURCE, WIDE_MLP_SOURCE, spec_for, write_model
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,3 +51,28 @@ async def test_a_job_in_the_spare_draws_what_a_job_in_a_fresh_child_draws(servic
     assert Path(first.onnx_data).read_bytes() == Path(second.onnx_data).read_bytes()
     next_spare = await _a_warm_spare(service)  # forked again once no job waits
     assert next_spare.pid != spare.pid
+
+
+# The user's inputs() records, in the job's child, whether Python's cyclic collector is on.
+GC_PROBE_SOURCE = MLP_SOURCE + '''
+
+def inputs():
+    import gc
+    import os
+    with open(os.path.join(os.path.dirname(__file__), __name__ + ".gc"), "w") as file:
+        file.write(str(gc.isenabled()))
+    return (torch.randn(2, 8),)
+'''
+
+
+async def test_a_job_runs_without_the_cyclic_collector_in_the_spare_and_in_a_fresh_child(service, tmp_path):
+    for name in ("a.py", "b.py"):
+        write_model(tmp_path, name, GC_PROBE_SOURCE)
+    await _a_warm_spare(service)
+
+    # As above: the first job takes the spare, the second's child is forked for it.
+    first, second = await asyncio.gather(service.export(spec_for(tmp_path, "a.py")),
+                                         service.export(spec_for(tmp_path, "b.py")))
+
+    assert (first.status, second.status) == ("ok", "ok"), (first.findings, second.findings)
+    assert [(tmp_path / f"{name}.gc").read_text() for name in ("a", "b")] == ["False", "False"]
