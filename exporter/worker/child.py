@@ -206,10 +206,10 @@ def _prepare_fault_reports(dump_fd: int) -> None:
 def _stop_cyclic_collection() -> None:
     """No cyclic garbage collection for the job. torch.export and the translation build and drop
     graphs full of reference cycles (FX nodes and their users, fake tensors and their modes): with
-    the collector on, each full collection walks every object the job has made, and the 7B
-    Llama's export spent about 15 % of its CPU time there. A job's child exits after its one job,
-    which frees every cycle at once; the memory this keeps meanwhile is in benchmarks/REAL_SIZE.md
-    (the child's peak RSS against stock's). Reference counting frees everything else as before."""
+    the collector on, each full collection walks every object the job has made (11 % of the 7B
+    Llama's save → done). A job's child exits after its one job, which frees every cycle at once;
+    the memory this keeps meanwhile is in benchmarks/REAL_SIZE.md (the child's peak RSS against
+    stock's). Reference counting frees everything else as before."""
     gc.disable()
 
 
