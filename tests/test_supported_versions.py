@@ -28,8 +28,8 @@ def _script():
 
 
 def test_a_junit_file_cut_short_is_a_run_that_did_not_finish(tmp_path):
-    # What CI's matrix left when the disk filled during a pytest run: an empty JUnit file, then a
-    # truncated one. Each is recorded as tests that did not finish, not a traceback.
+    # What CI's matrix once left when its pytest broke off (the disk was full): an empty JUnit
+    # file; and a truncated one. Each is recorded as tests that did not finish, not a traceback.
     script = _script()
     junit = tmp_path / "junit.xml"
     for text in ("", '<?xml version="1.0"?><testsuites><testsuite><testcase name="a"'):
