@@ -15,9 +15,9 @@ A saved export's result goes first (`completes`: a completed result follows), th
 verifies it (Pipeline.finish) and sends the completed result, then writes the report.
 
 A spare (forked ahead of its job, zygote.py) sets itself up the same way, then runs a tiny export
-of our own with its output discarded and torch's random generator put back as it was (the job
-must find the zygote's state: the same numbers for an unseeded model, whichever child runs it),
-and waits for its job on its channel.
+of our own and a whole job of a tiny target of ours (rehearsal.py) with their output discarded
+and torch's random generator put back as it was (the job must find the zygote's state: the same
+numbers for an unseeded model, whichever child runs it), and waits for its job on its channel.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from onnxlens.exporter.types import ExportedGraph, ExportResult, Finding, Target
 from onnxlens.exporter.worker.crashes import finding_at
 from onnxlens.exporter.worker.frame_stack import with_deep_frame_stack
 from onnxlens.exporter.worker.preload import library_modules
+from onnxlens.exporter.worker.rehearsal import rehearse
+from onnxlens.exporter.torch_internals.active import internals
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_NAME = 15
@@ -134,8 +136,9 @@ def _detach_from_zygote(zygote_pid: int, zygote_fds: list[int]) -> None:
 
 
 def _warm(pipeline: Any) -> None:
-    """A tiny export of our own (Pipeline.warm_up), its output discarded, torch's generator as
-    it was."""
+    """A tiny export of our own (Pipeline.warm_up), then a whole job of a tiny target of ours
+    (rehearsal.py: the pages a job touches copied here, not on the job's time), their output
+    discarded, torch's generator as it was."""
     import torch
 
     state = torch.random.get_rng_state()
@@ -147,6 +150,8 @@ def _warm(pipeline: Any) -> None:
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         pipeline.warm_up()
+        if internals.FULL:  # (the public path has no pieces of its own to warm)
+            rehearse(pipeline)
     except Exception:  # noqa: BLE001 - a spare that could not warm still runs its job
         pass
     finally:

@@ -85,9 +85,10 @@ def library_modules(before: set[str]) -> list[str]:
     job), for the zygote to preload."""
     names = []
     for name, module in list(sys.modules.items()):
+        if name in before:  # (first: a module's attributes may be lazy, and there are thousands)
+            continue
         path = getattr(module, "__file__", None)
-        if (name not in before and isinstance(path, str)
-                and ("site-packages" in path or "dist-packages" in path)):
+        if isinstance(path, str) and ("site-packages" in path or "dist-packages" in path):
             names.append(name)
     return sorted(names)[:5000]
 

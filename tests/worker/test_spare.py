@@ -7,6 +7,7 @@ garbage collector (child.py)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -76,3 +77,44 @@ async def test_a_job_runs_without_the_cyclic_collector_in_the_spare_and_in_a_fre
 
     assert (first.status, second.status) == ("ok", "ok"), (first.findings, second.findings)
     assert [(tmp_path / f"{name}.gc").read_text() for name in ("a", "b")] == ["False", "False"]
+
+
+# The user's inputs() records what the process looks like to the job: the import path, the import
+# hooks, and the modules loaded from files outside its own workspace in the temporary directory
+# (where the spare's rehearsal exported its own target, rehearsal.py).
+PROCESS_PROBE_SOURCE = MLP_SOURCE + '''
+
+def inputs():
+    import json
+    import os
+    import sys
+    import tempfile
+    here = os.path.dirname(os.path.realpath(__file__))
+    temporary = os.path.realpath(tempfile.gettempdir())
+    seen = {
+        "path": sys.path,
+        "hooks": [getattr(hook, "__qualname__", repr(hook)) for hook in sys.path_hooks],
+        "other_temporary_modules": sorted(
+            name for name, module in list(sys.modules.items())
+            if (os.path.realpath(getattr(module, "__file__", None) or "/") + os.sep).startswith(temporary + os.sep)
+            and not os.path.realpath(module.__file__).startswith(here + os.sep)),
+    }
+    with open(os.path.join(here, __name__ + ".process.json"), "w") as file:
+        json.dump(seen, file)
+    return (torch.randn(2, 8),)
+'''
+
+
+async def test_a_job_in_the_spare_finds_the_process_as_a_fresh_child_does(service, tmp_path):
+    for name in ("a.py", "b.py"):
+        write_model(tmp_path, name, PROCESS_PROBE_SOURCE)
+    await _a_warm_spare(service)  # warm: it has rehearsed
+
+    # As above: the first job takes the spare, the second's child is forked for it.
+    first, second = await asyncio.gather(service.export(spec_for(tmp_path, "a.py")),
+                                         service.export(spec_for(tmp_path, "b.py")))
+
+    assert (first.status, second.status) == ("ok", "ok"), (first.findings, second.findings)
+    in_spare, in_fresh_child = (json.loads((tmp_path / f"{name}.process.json").read_text()) for name in ("a", "b"))
+    assert in_spare == in_fresh_child
+    assert in_spare["other_temporary_modules"] == []

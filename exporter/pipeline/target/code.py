@@ -113,6 +113,22 @@ def forget_workspace_modules(workspace: Workspace) -> None:
     importlib.invalidate_caches()
 
 
+def unload_workspace(workspace: Workspace) -> None:
+    """Undo what loading from `workspace` left in this process: its modules, its root on
+    sys.path, its import hook (a spare's rehearsal, worker/rehearsal.py: its job is another
+    workspace's, and must find the process as the zygote forked it)."""
+    for name in [*workspace_module_files(workspace), *_workspace_namespace_packages(workspace)]:
+        sys.modules.pop(name, None)
+    _loaded_roots.pop(workspace.root, None)
+    root = os.path.realpath(workspace.root)
+    sys.path[:] = [entry for entry in sys.path if not entry or os.path.realpath(entry) != root]
+    sys.path_hooks[:] = [h for h in sys.path_hooks if getattr(h, "onnxlens_root", None) != workspace.root]
+    for path in list(sys.path_importer_cache):
+        if path and (os.path.realpath(path) + os.sep).startswith(root + os.sep):
+            del sys.path_importer_cache[path]
+    importlib.invalidate_caches()
+
+
 def _workspace_namespace_packages(workspace: Workspace) -> list[str]:
     """Loaded namespace packages (directories without an __init__.py: no file of their own)
     whose directories are all the workspace's: a later workspace's package of that name must be
@@ -154,8 +170,8 @@ def _install_fresh_finder(workspace: Workspace) -> None:
     hook.onnxlens_root = workspace.root
     sys.path_hooks[:] = [h for h in sys.path_hooks if getattr(h, "onnxlens_root", None) is None]
     sys.path_hooks.insert(0, hook)
-    for path in list(sys.path_importer_cache):
-        if path and os.path.isdir(path) and workspace.contains(os.path.join(path, "__init__.py")):
+    for path in list(sys.path_importer_cache):  # (hundreds: the string test first, then the disk)
+        if path and workspace.contains(os.path.join(path, "__init__.py")) and os.path.isdir(path):
             del sys.path_importer_cache[path]
 
 
