@@ -330,7 +330,8 @@ def _mb(size: float) -> str:
 
 
 def _x(ratio: float | None) -> str:
-    return "—" if ratio is None else f"{ratio:.1f}×"
+    """Two decimals: the issue's goals are ratios (≥ 1.5×, ≥ 1.2×), and 1.46× is not 1.5×."""
+    return "—" if ratio is None else f"{ratio:.2f}×"
 
 
 # Our stages against stock's steps (stock_stages.py): (row, our stage, stock's step).
