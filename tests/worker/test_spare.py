@@ -116,5 +116,6 @@ async def test_a_job_in_the_spare_finds_the_process_as_a_fresh_child_does(servic
 
     assert (first.status, second.status) == ("ok", "ok"), (first.findings, second.findings)
     in_spare, in_fresh_child = (json.loads((tmp_path / f"{name}.process.json").read_text()) for name in ("a", "b"))
+    # (A fresh child never rehearsed: whatever the rehearsal left would differ here. The lists
+    # need not be empty: a checkout or a venv may itself be in the temporary directory.)
     assert in_spare == in_fresh_child
-    assert in_spare["other_temporary_modules"] == []
