@@ -7,12 +7,15 @@ test_spare.py's, through the real worker."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import onnx
 
-from onnxlens.exporter.worker.rehearsal import rehearse
+from onnxlens.exporter.worker.rehearsal import PREFIX, rehearse
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
 
@@ -41,7 +44,7 @@ def test_the_rehearsal_exports_and_leaves_the_process_as_it_found_it():
 
     assert _process_state() == before
     assert not [name for name in set(os.listdir(tempfile.gettempdir())) - leftovers_before
-                if name.startswith("onnxlens-rehearsal-")]
+                if name.startswith(PREFIX)]
 
 
 def test_a_workspace_exported_after_the_rehearsal_gets_its_own_modules(tmp_path):
@@ -68,3 +71,21 @@ def test_a_workspace_exported_after_the_rehearsal_gets_its_own_modules(tmp_path)
     assert result.closure == [str((tmp_path / "_onnxlens_rehearsal.py").resolve())]
     ops = {node.op_type for node in onnx.load(result.onnx).graph.node}
     assert "Tanh" in ops and "Gemm" not in ops and "MatMul" not in ops, ops  # theirs, not the rehearsal's Linear
+
+
+def test_a_rehearsal_removes_the_workspaces_of_rehearsals_whose_process_died():
+    # A spare discarded (SIGKILL) mid-rehearsal leaves its workspace: the next rehearsal removes it.
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, check=True)
+    dead_pid = int(ended.stdout)
+    abandoned = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{dead_pid}-"))
+    (abandoned / "_onnxlens_rehearsal.py").write_text("# left by a killed spare\n")
+    running = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-"))  # a live process's: not touched
+    try:
+        assert rehearse(shared_pipeline()) == "ok"
+
+        assert not abandoned.exists()
+        assert running.is_dir()
+    finally:
+        shutil.rmtree(abandoned, ignore_errors=True)
+        shutil.rmtree(running, ignore_errors=True)
