@@ -10,30 +10,21 @@ MLP through the language server, a job in a spare that had only warmed up made ~
 faults in 144 ms of CPU (medians of 22 saves); after this rehearsal, ~700 in 135 ms. The spare
 waits for its job anyway: it pays for those pages there (~10 MB more of its own).
 
-What stays for the job is only warm memory. The rehearsal's workspace is a temporary directory
-that is gone when it ends (and, if its spare was killed first, when the next rehearsal begins),
-and everything loading it changed in this process is put back: its module, its `sys.path` entry
-and import hook (code.unload_workspace). Torch's random generator
-is the caller's to put back (child.py: the job must draw what a child forked for it draws).
+What stays for the job is only warm memory: the rehearsal's workspace is own_workspace.py's,
+which leaves nothing in the process or on disk. Torch's random generator is the caller's to put
+back (child.py: the job must draw what a child forked for it draws).
 """
 
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import tempfile
-from pathlib import Path
 from typing import Any
 
-import onnxlens.exporter.pipeline.target.code as loading
-from onnxlens.exporter.locations import Workspace
 from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.worker.own_workspace import own_workspace
 
 # The module name is not one a job imports from its workspace by accident: it is unloaded anyway.
 MODULE = "_onnxlens_rehearsal"
-# The workspace: `<temporary directory>/onnxlens-rehearsal-<pid>-<random>`.
-PREFIX = "onnxlens-rehearsal-"
 SOURCE = '''\
 import torch
 
@@ -55,47 +46,16 @@ def example_inputs():
 def rehearse(pipeline: Any) -> str:
     """Export the rehearsal target with `pipeline` (verification off: it runs after the result)
     and forget it; returns the result's status ("ok" unless something is broken)."""
-    _remove_abandoned(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as root:
-        Path(root, f"{MODULE}.py").write_text(SOURCE)
+    with own_workspace("rehearsal", {f"{MODULE}.py": SOURCE}) as root:
         spec = TargetSpec(name="rehearsal", root=root, model=f"{MODULE}.py:Rehearsal",
                           inputs=f"{MODULE}.py:example_inputs", output=os.path.join(root, "out", "rehearsal.onnx"),
                           report=os.path.join(root, "out", "rehearsal.md"), verify=False)
         fills_fd = _memory_file()
         try:
-            job = pipeline.export(spec, kept_fills_fd=fills_fd)
+            return pipeline.export(spec, kept_fills_fd=fills_fd).result.status
         finally:
-            loading.unload_workspace(Workspace.of(spec))
             if fills_fd is not None:
                 os.close(fills_fd)
-        return job.result.status
-
-
-def _remove_abandoned(directory: str) -> None:
-    """The workspaces of rehearsals whose process died before it removed its own: a spare is
-    discarded with SIGKILL, mid-rehearsal when a job comes before it is ready. This user's only."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        owner = re.fullmatch(re.escape(PREFIX) + r"(\d+)-.+", entry.name)
-        try:
-            if owner and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid() \
-                    and not _alive(int(owner.group(1))):
-                shutil.rmtree(entry.path, ignore_errors=True)
-        except OSError:
-            continue
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _memory_file() -> int | None:

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import gc
 import os
-import shutil
 import sys
-import tempfile
 from typing import TYPE_CHECKING
 
 from onnxlens.exporter.types import TargetSpec
+from onnxlens.exporter.worker.own_workspace import own_workspace
 
 if TYPE_CHECKING:
     from onnxlens.exporter.pipeline import Pipeline
@@ -98,12 +97,9 @@ def stop_tqdm_monitor() -> None:
 
 def _warm_up_export(pipeline: Pipeline) -> None:
     """A real export of a tiny model through the pipeline (the first export in a process pays
-    for lazy initialisation). Leaves nothing of the model behind: not a module, not a file."""
-    directory = tempfile.mkdtemp(prefix="onnxlens-warmup-")
-    path_before = list(sys.path)
-    try:
-        with open(os.path.join(directory, "onnxlens_warmup_model.py"), "w") as file:
-            file.write(_WARM_UP_MODEL)
+    for lazy initialisation). Leaves nothing of the model behind: not a module, not a file
+    (own_workspace.py)."""
+    with own_workspace("warmup", {"onnxlens_warmup_model.py": _WARM_UP_MODEL}) as directory:
         spec = TargetSpec(
             name="warm-up", root=directory, model="onnxlens_warmup_model.py:Tiny",
             inputs="onnxlens_warmup_model.py:inputs",
@@ -114,9 +110,3 @@ def _warm_up_export(pipeline: Pipeline) -> None:
         result = pipeline.run(spec, lambda event: None)
         if result.status != "ok":
             print(f"onnxlens: the worker's warm-up export failed: {result.findings}", file=sys.stderr)
-    finally:
-        for name, module in list(sys.modules.items()):
-            if (getattr(module, "__file__", None) or "").startswith(directory):
-                del sys.modules[name]
-        sys.path[:] = path_before
-        shutil.rmtree(directory, ignore_errors=True)

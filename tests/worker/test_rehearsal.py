@@ -1,4 +1,5 @@
-"""The spare's rehearsal (exporter/worker/rehearsal.py), in this process with the shared warm
+"""The spare's rehearsal (exporter/worker/rehearsal.py) and the zygote's warm-up export, both from
+own_workspace.py's workspace, in this process with the shared warm
 pipeline: a whole export of its tiny target succeeds, and what loading its workspace changed in
 the process is put back (the job after it is another workspace's and must find the process as
 the zygote forked it). That the job in a spare then runs as one in a fresh child does is
@@ -15,7 +16,10 @@ from pathlib import Path
 
 import onnx
 
-from onnxlens.exporter.worker.rehearsal import PREFIX, rehearse
+from onnxlens.exporter.worker import warmup
+from onnxlens.exporter.worker.rehearsal import rehearse
+
+PREFIX = "onnxlens-rehearsal-"  # own_workspace.py's name for the rehearsal's workspace
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 
 
@@ -89,3 +93,17 @@ def test_a_rehearsal_removes_the_workspaces_of_rehearsals_whose_process_died():
     finally:
         shutil.rmtree(abandoned, ignore_errors=True)
         shutil.rmtree(running, ignore_errors=True)
+
+
+def test_the_zygotes_warm_up_export_leaves_the_process_as_it_found_it():
+    # The same workspace as the rehearsal's (own_workspace.py), with the zygote's warm-up model.
+    pipeline = shared_pipeline()
+    rehearse(pipeline)  # (as above: earlier workspaces dropped first)
+    before = _process_state()
+    leftovers_before = set(os.listdir(tempfile.gettempdir()))
+
+    warmup._warm_up_export(pipeline)
+
+    assert _process_state() == before
+    assert not [name for name in set(os.listdir(tempfile.gettempdir())) - leftovers_before
+                if name.startswith("onnxlens-warmup-")]

@@ -117,7 +117,9 @@ def unload_workspace(workspace: Workspace) -> None:
     """Undo what loading from `workspace` left in this process: its modules, its root on
     sys.path, its import hook (a spare's rehearsal, worker/rehearsal.py: its job is another
     workspace's, and must find the process as the zygote forked it)."""
-    for name in [*workspace_module_files(workspace), *_workspace_namespace_packages(workspace)]:
+    # Every module from its files, our own names included (workspace_module_files skips those).
+    files = [name for name, module in modules_not_from_the_zygote() if workspace.contains(getattr(module, "__file__", None))]
+    for name in [*files, *_workspace_namespace_packages(workspace)]:
         sys.modules.pop(name, None)
     _loaded_roots.pop(workspace.root, None)
     root = os.path.realpath(workspace.root)
