@@ -67,20 +67,34 @@ class Session:
         return before
 
     # --- projects ------------------------------------------------------------------------
-    def add_project(self, config_file: Path) -> Project | None:
-        """Start tracking a config file; returns the new project, None if it was known already."""
+    def add_project(self, config_file: Path, *, export_reason: str | None = None) -> Project | None:
+        """Start tracking a config file; returns the new project, None if it was known already.
+
+        With `export_reason`, the project is exported once its directories are watched, not
+        before: a file written in between (a folder being copied or cloned in) is then either
+        read by that export or seen by the watcher. Exporting at once could read the file
+        before the write and watch only after it, missing the change until the next one."""
         project = Project(config_file)
         if project.key in self.projects:
             return None
         self.projects[project.key] = project
         project.load()
         self.diagnostics.publish_config(project)
-        if self.watcher is not None:
-            # inotify adds one watch per directory, walking the tree: not on the event loop.
-            asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
         self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
                                f"{', '.join(project.targets) or '(none)'}")
+        if self.watcher is None:
+            if export_reason is not None:
+                self.export_project(project, reason=export_reason)
+            return project
+        # inotify adds one watch per directory, walking the tree: not on the event loop.
+        watched = asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
+        if export_reason is not None:
+            watched.add_done_callback(lambda _: self._export_if_tracked(project, export_reason))
         return project
+
+    def _export_if_tracked(self, project: Project, reason: str) -> None:
+        if self.projects.get(project.key) is project:  # not removed while its tree was walked
+            self.export_project(project, reason=reason)
 
     def add_folder(self, folder: Path, *, export: bool) -> Project | None:
         """A workspace folder: track the config that governs it, if there is one, and notice
@@ -93,10 +107,7 @@ class Session:
             if self.watcher is not None:  # one non-recursive watch: cheap, and not on a big tree
                 self.watcher.watch_for_config(norm(folder))
             return None
-        project = self.add_project(config)
-        if project is not None and export:
-            self.export_project(project, reason="folder added")
-        return project
+        return self.add_project(config, export_reason="folder added" if export else None)
 
     def remove_folder(self, folder: Path) -> None:
         """A workspace folder the client closed: the projects inside it go."""

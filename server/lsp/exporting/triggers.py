@@ -192,6 +192,4 @@ class Triggers:
         config = find_config(Path(parent))
         if config is None or norm(config.parent) != parent:
             return
-        project = session.add_project(config)
-        if project is not None:
-            session.export_project(project, reason="configuration added")
+        session.add_project(config, export_reason="configuration added")

@@ -44,8 +44,7 @@ class Documents(Feature):
                 session.log(logging.INFO, f"onnxlens: {Path(path).name} belongs to {config}, which is outside the "
                                           "workspace folders: nothing of it is exported (open its folder in the editor)")
             return
-        if (project := session.add_project(config)) is not None and session.service.current is not None:
-            session.export_project(project, reason="file opened")
+        session.add_project(config, export_reason="file opened" if session.service.current is not None else None)
 
     @handles(lsp.TEXT_DOCUMENT_DID_SAVE, lsp.SaveOptions(include_text=False))
     def did_save(self, params: lsp.DidSaveTextDocumentParams) -> None:
