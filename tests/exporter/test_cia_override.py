@@ -21,7 +21,8 @@ from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, rec
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET
 from tests.exporter.engine_support import spec_for
 
-pytestmark = pytest.mark.slow  # exports compared with the public API's, tables recorded as the zygote records them
+# exports compared with the public API's, tables recorded as the zygote records them: on every torch of CI's matrix
+pytestmark = [pytest.mark.slow, pytest.mark.every_torch]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

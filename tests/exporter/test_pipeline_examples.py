@@ -107,6 +107,7 @@ def test_mlp_exports_with_stage_events_in_order_and_line_info(mlp, workspace):
     assert "ExportedProgram" in dump and "aten.linear" in dump
 
 
+@pytest.mark.every_torch
 def test_output_is_byte_identical_to_the_public_api_with_dynamic_shapes_names_and_opset(encoder, tmp_path):
     result, module = encoder
     assert result.status == "ok", result.findings

@@ -17,7 +17,8 @@ from onnxlens.exporter.onnx_pair import public_api_difference
 from tests.exporter.engine_support import shared_pipeline, spec_for, write
 from tests.support.workspace import line_of
 
-pytestmark = pytest.mark.slow  # the stock exporter in a subprocess of its own, byte for byte
+# the stock exporter in a subprocess of its own, byte for byte: on every torch of CI's matrix
+pytestmark = [pytest.mark.slow, pytest.mark.every_torch]
 
 NET = '''
 import torch

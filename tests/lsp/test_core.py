@@ -38,6 +38,7 @@ def _on_line(diagnostics, line: int, code: str):
 
 
 @pytest.mark.asyncio
+@pytest.mark.every_torch  # the core editor scenario: on every torch of CI's matrix
 async def test_failing_model_diagnostics_actions_then_fix(client: Client):
     ws = client.root
     spectral, features, mlp = ws / "models/spectral.py", ws / "models/features.py", ws / "models/mlp.py"

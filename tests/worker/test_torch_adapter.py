@@ -24,7 +24,8 @@ from onnxlens.server.service.exports import ExportService
 from tests.support.workspace import line_of
 from tests.worker.worker_helpers import MLP_SOURCE, spec_for, write_model
 
-pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]  # the export worker as processes
+# the export worker as processes; the adapter each torch gets: on every torch of CI's matrix
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow, pytest.mark.every_torch]
 
 DATA_DEPENDENT = '''
 import torch
