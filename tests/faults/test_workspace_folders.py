@@ -6,7 +6,7 @@
   deleted directory torch could not even be imported). Before the fix nothing was watched after
   the recreation and every worker restart failed. A change written right after the folder came
   back was missed once in CI, and here once in 4 runs with three processes spinning on the two
-  cores (0 in 6 after the fix): the folder's project was exported (a cached result, the old
+  cores (0 in 14 after the fix): the folder's project was exported (a cached result, the old
   text) before its directories were watched, and the write fell in between. A project added
   mid-session is now exported once it is watched (server/lsp/session.py `add_project`).
 * The workspace folder is `/`: the search for models to offer (server/fixits/workspace_scan.py) is bounded
