@@ -82,14 +82,13 @@ class Session:
         self.diagnostics.publish_config(project)
         self.log(logging.INFO, f"onnxlens: {project.config_file} with targets "
                                f"{', '.join(project.targets) or '(none)'}")
-        if self.watcher is None:
+        if self.watcher is not None:
+            # inotify adds one watch per directory, walking the tree: not on the event loop.
+            watched = asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
             if export_reason is not None:
-                self.export_project(project, reason=export_reason)
-            return project
-        # inotify adds one watch per directory, walking the tree: not on the event loop.
-        watched = asyncio.get_running_loop().run_in_executor(None, self.watcher.watch_root, str(project.root))
-        if export_reason is not None:
-            watched.add_done_callback(lambda _: self._export_if_tracked(project, export_reason))
+                watched.add_done_callback(lambda _: self._export_if_tracked(project, export_reason))
+        elif export_reason is not None:
+            self.export_project(project, reason=export_reason)
         return project
 
     def _export_if_tracked(self, project: Project, reason: str) -> None:
