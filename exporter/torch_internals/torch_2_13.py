@@ -763,7 +763,17 @@ def declared_dim(value: Any) -> DeclaredDim | None:
 def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
               override: RecordedOverride | None) -> Any:
     """`_core._prepare_exported_program_for_export`, with the decomposition tables given (and
-    torch's CIA override entered from its recording when it matches)."""
+    torch's CIA override entered from its recording when it matches).
+
+    The graph modules made meanwhile are torch's lazy ones (`_use_lazy_graph_module`, what
+    dynamo compiles with): `recompile()` marks a module's Python code stale instead of
+    generating and compiling it at once, and the code is made when something first runs or
+    reads it. The decomposition and the two passes after it recompile the whole graph a dozen
+    times, each time for code nothing runs (a fifth of this step on the 7B Llama, a quarter on
+    the example encoder). The graph, its metadata and so the .onnx never read that code: the
+    files stay the stock exporter's (tests/exporter/test_pipeline_identity.py, torch.cond
+    bodies included; the zoo's byte-identical models)."""
+    from torch.fx import _lazy_graph_module
     from torch.onnx._internal.exporter import _fx_passes
 
     def run_decompositions() -> Any:
@@ -771,7 +781,8 @@ def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
             program, cia_to_decomp=cia_to_decomp, python_decomp_table=python_decomp_table,
             joint_loss_index=None, decompose_custom_triton_ops=False)
 
-    with torch.fx.experimental._config.patch(backed_size_oblivious=True), recorded_override(override):
+    with torch.fx.experimental._config.patch(backed_size_oblivious=True), recorded_override(override), \
+            _lazy_graph_module._use_lazy_graph_module(True):
         decomposed = _exported_program._disable_prexisiting_fake_mode(run_decompositions)()
         graph_module = decomposed.graph_module
         _fx_passes.insert_type_promotion_nodes(graph_module)
@@ -1101,6 +1112,7 @@ PIECES = (
     "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode",
     "torch.fx.experimental._config.backed_size_oblivious",
     "torch.fx.proxy._STACK_TRACE_ANCHORS",
+    "torch.fx._lazy_graph_module._use_lazy_graph_module",
     "torch.fx.proxy.TracerBase.create_proxy",
     "torch.fx.experimental.proxy_tensor.make_fx",
     "torch.fx.graph_module._loader",
