@@ -769,14 +769,13 @@ def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
     dynamo compiles with): `recompile()` marks a module's Python code stale instead of
     generating and compiling it at once, and the code is made when something first runs or
     reads it. The decomposition and the two passes after it recompile the whole graph a dozen
-    times, each time for code nothing runs. Measured in one process with its gc frozen, as in a
-    worker child (alternating, medians): the 7B Llama's step 4.97 -> 4.76 s and 4.85 -> 4.57 s
-    (two rounds), BERT-base 1.06 -> 1.02 s; on the MLP, the encoder and nanoGPT within the
-    noise. (Without the frozen gc the gain looks far larger, ~30% on the encoder: the garbage of
-    each recompile costs collections a worker child does not make.) The graph, its metadata and
-    so the .onnx never read that code: the files stay the stock exporter's
-    (tests/exporter/test_pipeline_identity.py, torch.cond bodies included; the zoo's
-    byte-identical models)."""
+    times, each time for code nothing runs. Measured in one process with its gc off, as in a
+    worker child (alternating, medians): the 7B Llama's step 4.28 -> 4.00 s, BERT-base's
+    0.96 -> 0.89 s, the encoder's 1.22 -> 1.20 s. (With the gc on, an in-process run shows far
+    more, ~30% on the encoder: the garbage of each recompile costs collections a worker child
+    does not make.) The graph, its metadata and so the .onnx never read that code: the files
+    stay the stock exporter's (tests/exporter/test_pipeline_identity.py, torch.cond bodies
+    included; the zoo's byte-identical models)."""
     from torch.fx import _lazy_graph_module
     from torch.onnx._internal.exporter import _fx_passes
 
