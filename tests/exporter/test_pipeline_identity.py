@@ -209,6 +209,45 @@ from branchy import Branchy, inputs, shapes
 torch.onnx.export(Branchy(), inputs(), sys.argv[2], dynamo=True, dynamic_shapes=shapes(), verbose=False)
 '''
 
+# An autocast region, as transformers' rotary embeddings have: torch.export makes it a
+# higher-order op whose body is traced through torch.fx's generated code, after the graph
+# modules of what came before it were generated.
+AUTOCAST = '''
+import torch
+
+
+class Rotary(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8)), persistent=False)
+
+    def forward(self, x, positions):
+        h = self.proj(x)
+        with torch.autocast(device_type="cpu", enabled=False):
+            freqs = positions[:, :, None].float() * self.inv_freq[None, None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+        return h * emb.cos() + h.flip(-1) * emb.sin()
+
+
+def build():
+    torch.manual_seed(0)
+    return Rotary().eval()
+
+
+def inputs():
+    torch.manual_seed(0)
+    return (torch.randn(2, 5, 8), torch.arange(5).expand(2, 5))
+'''
+
+AUTOCAST_STOCK_IN_A_FRESH_PROCESS = '''
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from rotary import build, inputs
+torch.onnx.export(build(), inputs(), sys.argv[2], dynamo=True, verbose=False)
+'''
+
 
 def test_a_model_with_torch_cond_is_byte_identical_to_a_fresh_process_public_export(tmp_path):
     """The branches' stack traces name torch.fx's generated code `<eval_with_key>.N`, N counted per
@@ -225,4 +264,22 @@ def test_a_model_with_torch_cond_is_byte_identical_to_a_fresh_process_public_exp
     subprocess.run([sys.executable, "-c", STOCK_IN_A_FRESH_PROCESS, str(root), str(public)], check=True,
                    capture_output=True)
     assert b"<eval_with_key>." in public.read_bytes()  # the branches' stack traces (If subgraphs) name it
+    assert public_api_difference(result.onnx, public) is None
+
+
+def test_a_model_with_an_autocast_region_is_byte_identical_to_a_fresh_process_public_export(tmp_path):
+    """The region's nodes carry stack traces in torch.fx's generated code, `<eval_with_key>.N`: N
+    counts every graph module torch generated code for before it, in capture too (so capture
+    must generate exactly what stock generates: torch's lazy graph modules there changed N)."""
+    import subprocess
+
+    root = tmp_path / "ws"
+    write(root, "rotary.py", AUTOCAST)
+    spec = spec_for(root, "rotary", "rotary.py:build", "rotary.py:inputs")
+    result = shared_pipeline().run(spec)
+    assert result.status == "ok", result.findings
+    public = tmp_path / "rotary.onnx"
+    subprocess.run([sys.executable, "-c", AUTOCAST_STOCK_IN_A_FRESH_PROCESS, str(root), str(public)], check=True,
+                   capture_output=True)
+    assert b"<eval_with_key>." in public.read_bytes()
     assert public_api_difference(result.onnx, public) is None
