@@ -214,8 +214,8 @@ def report(columns: dict, options: argparse.Namespace, torch_version: str, warm_
         "and torch's lazy graph modules; the registry stock rebuilds on every call we build once. Our save "
         "after the first keeps the committed data file when the weights it would write are the same bytes "
         "(exporter/pipeline/output/kept_weights.py; here the encoder and BERT-base seed their random init, so "
-        "every run but the first: an editor's saves get the same from kept random fills). Through the language server, per target and with the save → diagnostics "
-        "times: [REAL_SIZE.md](REAL_SIZE.md).",
+        "every run but the first: an editor's saves get the same from kept random fills). Through the language "
+        "server, per target and with the save → diagnostics times: [REAL_SIZE.md](REAL_SIZE.md).",
         "",
         "## Machine",
         "",
