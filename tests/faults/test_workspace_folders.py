@@ -67,6 +67,19 @@ async def test_a_recreated_workspace_folder_is_watched_and_the_worker_restarts(t
         await session.close()
 
 
+def _cpu_seconds(processes: list[psutil.Process]) -> float:
+    """User and system CPU seconds of `processes`, their reaped children's included. A process
+    that ended between the listing and the reading (the worker forks and ends job processes) is
+    left out: the bound is an upper one."""
+    total = 0.0
+    for process in processes:
+        try:
+            total += sum(process.cpu_times()[:4])
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 @pytest.mark.asyncio
 async def test_the_filesystem_root_as_workspace_folder_is_searched_within_bounds(tmp_path):
     session = await Session.launch(Path("/"))
@@ -81,7 +94,7 @@ async def test_the_filesystem_root_as_workspace_folder_is_searched_within_bounds
             assert time.monotonic() - started < MAX_SECONDS + 60, "the search of / did not end within its bound"
             await asyncio.sleep(0.1)
         took = time.monotonic() - started
-        cpu = sum(sum(p.cpu_times()[:4]) for p in [server, *server.children(recursive=True)])
+        cpu = _cpu_seconds([server, *server.children(recursive=True)])
         print(f"/: {searched[0]!r} after {took:.1f} s, {cpu:.1f} CPU-seconds, {len(hovers)} hovers, "
               f"slowest {max(hovers) * 1000:.0f} ms")
         assert took < MAX_SECONDS + 60 and cpu < MAX_SECONDS + 60
