@@ -193,6 +193,10 @@ class Branchy(torch.nn.Module):
         return torch.cond(x.shape[0] > 2, grow, shrink, [x])
 
 
+def build():
+    return Branchy()
+
+
 def inputs():
     return (torch.randn(4, 3),)
 
@@ -201,12 +205,14 @@ def shapes():
     return {"x": {0: torch.export.Dim("rows", min=1, max=64)}}
 '''
 
+# The public API in a fresh process, as a user's script calls it: `python -c SCRIPT ROOT MODULE OUT`.
 STOCK_IN_A_FRESH_PROCESS = '''
-import sys
+import importlib, sys
 import torch
 sys.path.insert(0, sys.argv[1])
-from branchy import Branchy, inputs, shapes
-torch.onnx.export(Branchy(), inputs(), sys.argv[2], dynamo=True, dynamic_shapes=shapes(), verbose=False)
+model = importlib.import_module(sys.argv[2])
+shapes = model.shapes() if hasattr(model, "shapes") else None
+torch.onnx.export(model.build(), model.inputs(), sys.argv[3], dynamo=True, dynamic_shapes=shapes, verbose=False)
 '''
 
 # An autocast region, as transformers' rotary embeddings have: torch.export makes it a
@@ -240,29 +246,28 @@ def inputs():
     return (torch.randn(2, 5, 8), torch.arange(5).expand(2, 5))
 '''
 
-AUTOCAST_STOCK_IN_A_FRESH_PROCESS = '''
-import sys
-import torch
-sys.path.insert(0, sys.argv[1])
-from rotary import build, inputs
-torch.onnx.export(build(), inputs(), sys.argv[2], dynamo=True, verbose=False)
-'''
+def _exported_as_in_a_fresh_process(tmp_path, name: str, source: str, shapes: bool) -> tuple:
+    """The pipeline's export of `source`'s `build()` on `inputs()` (and `shapes()`), and the
+    public API's export of it in a fresh process."""
+    import subprocess
+
+    root = tmp_path / "ws"
+    write(root, f"{name}.py", source)
+    spec = spec_for(root, name, f"{name}.py:build", f"{name}.py:inputs",
+                    dynamic_shapes=f"{name}.py:shapes" if shapes else None)
+    result = shared_pipeline().run(spec)
+    assert result.status == "ok", result.findings
+    public = tmp_path / f"{name}.onnx"
+    subprocess.run([sys.executable, "-c", STOCK_IN_A_FRESH_PROCESS, str(root), name, str(public)], check=True,
+                   capture_output=True)
+    return result, public
 
 
 def test_a_model_with_torch_cond_is_byte_identical_to_a_fresh_process_public_export(tmp_path):
     """The branches' stack traces name torch.fx's generated code `<eval_with_key>.N`, N counted per
     process: this process has exported many models already, a user's script has not."""
-    import subprocess
-
-    root = tmp_path / "ws"
-    write(root, "branchy.py", COND)
     shared_pipeline().warm_up()  # this process has generated graph modules before
-    spec = spec_for(root, "branchy", "branchy.py:Branchy", "branchy.py:inputs", dynamic_shapes="branchy.py:shapes")
-    result = shared_pipeline().run(spec)
-    assert result.status == "ok", result.findings
-    public = tmp_path / "branchy.onnx"
-    subprocess.run([sys.executable, "-c", STOCK_IN_A_FRESH_PROCESS, str(root), str(public)], check=True,
-                   capture_output=True)
+    result, public = _exported_as_in_a_fresh_process(tmp_path, "branchy", COND, shapes=True)
     assert b"<eval_with_key>." in public.read_bytes()  # the branches' stack traces (If subgraphs) name it
     assert public_api_difference(result.onnx, public) is None
 
@@ -271,15 +276,6 @@ def test_a_model_with_an_autocast_region_is_byte_identical_to_a_fresh_process_pu
     """The region's nodes carry stack traces in torch.fx's generated code, `<eval_with_key>.N`: N
     counts every graph module torch generated code for before it, in capture too (so capture
     must generate exactly what stock generates: torch's lazy graph modules there changed N)."""
-    import subprocess
-
-    root = tmp_path / "ws"
-    write(root, "rotary.py", AUTOCAST)
-    spec = spec_for(root, "rotary", "rotary.py:build", "rotary.py:inputs")
-    result = shared_pipeline().run(spec)
-    assert result.status == "ok", result.findings
-    public = tmp_path / "rotary.onnx"
-    subprocess.run([sys.executable, "-c", AUTOCAST_STOCK_IN_A_FRESH_PROCESS, str(root), str(public)], check=True,
-                   capture_output=True)
+    result, public = _exported_as_in_a_fresh_process(tmp_path, "rotary", AUTOCAST, shapes=False)
     assert b"<eval_with_key>." in public.read_bytes()
     assert public_api_difference(result.onnx, public) is None
