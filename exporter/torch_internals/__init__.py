@@ -12,6 +12,8 @@ nothing else in onnxlens imports a private torch module (tests/test_layout.py):
     public.py       no adapter for this torch: the public `torch.onnx.export(..., dynamo=True)`,
                     findings from its exception, a `torch-version` note saying so
     cia_override.py torch's CompositeImplicitAutograd override, recorded (the full adapters')
+    deferred_graph_code.py  graph modules whose code is made when first needed, named as
+                    eager ones name theirs (the full adapters' capture and decompose)
     active.py       the adapter of this process, imported as `internals` by the pipeline
 
 The choice depends only on the torch version string, read from package metadata, so the

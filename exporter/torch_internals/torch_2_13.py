@@ -24,6 +24,7 @@ from torch.onnx._internal.exporter import (_capture_strategies, _constants, _cor
                                            _registration)
 
 from onnxlens.exporter.torch_internals.cia_override import RecordedOverride, recorded_override
+from onnxlens.exporter.torch_internals.deferred_graph_code import graph_code_deferred
 from onnxlens.exporter.torch_internals.draft_run import DraftFailure, DraftRun, Flip, draft_export_failures
 
 NAME = "torch_2_13"
@@ -50,10 +51,12 @@ class Captured:
 
 
 def capture(strategy: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Captured:
-    """torch.export through the stock exporter's strategy ("non-strict" or "strict")."""
+    """torch.export through the stock exporter's strategy ("non-strict" or "strict"), with the
+    graph modules' code made when first needed (deferred_graph_code.py)."""
     strategy_class = {"non-strict": _capture_strategies.TorchExportNonStrictStrategy,
                       "strict": _capture_strategies.TorchExportStrictStrategy}[strategy]
-    outcome = strategy_class(verbose=False)(model, args, kwargs, dynamic_shapes=dynamic_shapes)
+    with graph_code_deferred():
+        outcome = strategy_class(verbose=False)(model, args, kwargs, dynamic_shapes=dynamic_shapes)
     return Captured(outcome.exported_program if outcome.success else None, outcome.exception)
 
 
@@ -765,18 +768,11 @@ def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
     """`_core._prepare_exported_program_for_export`, with the decomposition tables given (and
     torch's CIA override entered from its recording when it matches).
 
-    The graph modules made meanwhile are torch's lazy ones (`_use_lazy_graph_module`, what
-    dynamo compiles with): `recompile()` marks a module's Python code stale instead of
-    generating and compiling it at once, and the code is made when something first runs or
-    reads it. The decomposition and the two passes after it recompile the whole graph a dozen
-    times, each time for code nothing runs. Measured in one process with its gc off, as in a
-    worker child (alternating, medians): the 7B Llama's step 4.28 -> 4.00 s, BERT-base's
-    0.96 -> 0.89 s, the encoder's 1.22 -> 1.20 s. (With the gc on, an in-process run shows far
-    more, ~30% on the encoder: the garbage of each recompile costs collections a worker child
-    does not make.) The graph, its metadata and so the .onnx never read that code: the files
-    stay the stock exporter's (tests/exporter/test_pipeline_identity.py, torch.cond bodies
-    included; the zoo's byte-identical models)."""
-    from torch.fx import _lazy_graph_module
+    The graph modules made meanwhile make their code when first needed (deferred_graph_code.py):
+    the decomposition and the two passes after it recompile the whole graph a dozen times, each
+    time for code nothing runs. Measured in one process with its gc off, as in a worker child
+    (alternating, medians, with torch's own lazy modules): the 7B Llama's step 4.28 -> 4.00 s,
+    BERT-base's 0.96 -> 0.89 s, the encoder's 1.22 -> 1.20 s."""
     from torch.onnx._internal.exporter import _fx_passes
 
     def run_decompositions() -> Any:
@@ -785,7 +781,7 @@ def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
             joint_loss_index=None, decompose_custom_triton_ops=False)
 
     with torch.fx.experimental._config.patch(backed_size_oblivious=True), recorded_override(override), \
-            _lazy_graph_module._use_lazy_graph_module(True):
+            graph_code_deferred():
         decomposed = _exported_program._disable_prexisiting_fake_mode(run_decompositions)()
         graph_module = decomposed.graph_module
         _fx_passes.insert_type_promotion_nodes(graph_module)
@@ -1115,7 +1111,11 @@ PIECES = (
     "torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode",
     "torch.fx.experimental._config.backed_size_oblivious",
     "torch.fx.proxy._STACK_TRACE_ANCHORS",
-    "torch.fx._lazy_graph_module._use_lazy_graph_module",
+    "torch.fx._lazy_graph_module._LazyGraphModule",
+    "torch.fx._lazy_graph_module._get_graph_module_cls",
+    "torch.fx._lazy_graph_module._force_skip_lazy_graph_module_flag",
+    "torch.fx.graph._PyTreeCodeGen",
+    "torch.fx.graph_module.GraphModule._recompile_submodules",
     "torch.fx.proxy.TracerBase.create_proxy",
     "torch.fx.experimental.proxy_tensor.make_fx",
     "torch.fx.graph_module._loader",

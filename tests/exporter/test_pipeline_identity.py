@@ -274,8 +274,8 @@ def test_a_model_with_torch_cond_is_byte_identical_to_a_fresh_process_public_exp
 
 def test_a_model_with_an_autocast_region_is_byte_identical_to_a_fresh_process_public_export(tmp_path):
     """The region's nodes carry stack traces in torch.fx's generated code, `<eval_with_key>.N`: N
-    counts every graph module torch generated code for before it, in capture too (so capture
-    must generate exactly what stock generates: torch's lazy graph modules there changed N)."""
+    counts every graph module torch generated code for before it, in capture too (so code made
+    late must take the N stock's takes: torch's own lazy graph modules there changed N)."""
     result, public = _exported_as_in_a_fresh_process(tmp_path, "rotary", AUTOCAST, shapes=False)
     assert b"<eval_with_key>." in public.read_bytes()
     assert public_api_difference(result.onnx, public) is None
