@@ -23,9 +23,10 @@ def _code_name(module: GraphModule) -> str:
     return type(module).forward.__code__.co_filename
 
 
-def _events(deferred_code_made: list[bool]) -> tuple[list[str], int]:
+def _events(code_made_before_run: list[bool]) -> tuple[list[str], int]:
     """A child module, a parent calling it, passes recompiling both, another module made
-    meanwhile, then the parent run. Returns the names of the code that ran, and the counter."""
+    meanwhile, then the parent run. Returns the names of the code that ran, and the counter;
+    appends whether the parent's code existed before it ran."""
     _loader.next_id = 1000
     child = torch.fx.symbolic_trace(_Doubling())
     root = torch.nn.Module()
@@ -38,8 +39,8 @@ def _events(deferred_code_made: list[bool]) -> tuple[list[str], int]:
     child.recompile()
     other = torch.fx.symbolic_trace(_Doubling())
     parent.recompile()
-    deferred_code_made.append(type(parent).forward is not type(parent)._lazy_forward
-                              if isinstance(parent, _lazy_graph_module._LazyGraphModule) else True)
+    code_made_before_run.append(not isinstance(parent, _lazy_graph_module._LazyGraphModule)
+                                or type(parent).forward is not type(parent)._lazy_forward)
     assert torch.equal(parent(torch.ones(2)), torch.full((2,), 3.0))
     assert torch.equal(other(torch.ones(2)), torch.full((2,), 2.0))
     return [_code_name(parent), _code_name(parent.child), _code_name(other)], _loader.next_id
@@ -48,13 +49,13 @@ def _events(deferred_code_made: list[bool]) -> tuple[list[str], int]:
 def test_deferred_code_takes_the_names_eager_code_takes():
     saved = _loader.next_id
     try:
-        made_early: list[bool] = []
-        eager_names, eager_counter = _events(made_early)
+        code_made_before_run: list[bool] = []
+        eager_names, eager_counter = _events(code_made_before_run)
         with graph_code_deferred():
-            deferred_names, deferred_counter = _events(made_early)
+            deferred_names, deferred_counter = _events(code_made_before_run)
     finally:
         _loader.next_id = saved
-    assert made_early == [True, False]  # eager code exists before the run; deferred code did not
+    assert code_made_before_run == [True, False]  # eager: made at once; deferred: made by the run
     assert deferred_names == eager_names
     assert deferred_counter == eager_counter
     assert len(set(eager_names)) == 3 and all(name.startswith("<eval_with_key>.10") for name in eager_names)
