@@ -768,11 +768,9 @@ def decompose(program: Any, cia_to_decomp: dict, python_decomp_table: dict,
     """`_core._prepare_exported_program_for_export`, with the decomposition tables given (and
     torch's CIA override entered from its recording when it matches).
 
-    The graph modules made meanwhile make their code when first needed (deferred_graph_code.py):
-    the decomposition and the two passes after it recompile the whole graph a dozen times, each
-    time for code nothing runs. Measured in one process with its gc off, as in a worker child
-    (alternating, medians, with torch's own lazy modules): the 7B Llama's step 4.28 -> 4.00 s,
-    BERT-base's 0.96 -> 0.89 s, the encoder's 1.22 -> 1.20 s."""
+    The graph modules made meanwhile make their code when first needed (deferred_graph_code.py,
+    with what that saves): the decomposition and the two passes after it recompile the whole
+    graph a dozen times, each time for code nothing runs."""
     from torch.onnx._internal.exporter import _fx_passes
 
     def run_decompositions() -> Any:
