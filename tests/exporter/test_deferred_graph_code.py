@@ -23,10 +23,10 @@ def _code_name(module: GraphModule) -> str:
     return type(module).forward.__code__.co_filename
 
 
-def _events(code_made_before_run: list[bool]) -> tuple[list[str], int]:
+def _events() -> tuple[list[str], int, bool]:
     """A child module, a parent calling it, passes recompiling both, another module made
-    meanwhile, then the parent run. Returns the names of the code that ran, and the counter;
-    appends whether the parent's code existed before it ran."""
+    meanwhile, then the parent run. Returns the names of the code that ran, the counter, and
+    whether the parent's code existed before it ran."""
     _loader.next_id = 1000
     child = torch.fx.symbolic_trace(_Doubling())
     root = torch.nn.Module()
@@ -39,35 +39,39 @@ def _events(code_made_before_run: list[bool]) -> tuple[list[str], int]:
     child.recompile()
     other = torch.fx.symbolic_trace(_Doubling())
     parent.recompile()
-    code_made_before_run.append(not isinstance(parent, _lazy_graph_module._LazyGraphModule)
-                                or type(parent).forward is not type(parent)._lazy_forward)
+    code_made_before_run = (not isinstance(parent, _lazy_graph_module._LazyGraphModule)
+                            or type(parent).forward is not type(parent)._lazy_forward)
     assert torch.equal(parent(torch.ones(2)), torch.full((2,), 3.0))
     assert torch.equal(other(torch.ones(2)), torch.full((2,), 2.0))
-    return [_code_name(parent), _code_name(parent.child), _code_name(other)], _loader.next_id
+    return [_code_name(parent), _code_name(parent.child), _code_name(other)], _loader.next_id, code_made_before_run
 
 
 def test_deferred_code_takes_the_names_eager_code_takes():
     saved = _loader.next_id
     try:
-        code_made_before_run: list[bool] = []
-        eager_names, eager_counter = _events(code_made_before_run)
+        eager_names, eager_counter, eager_made_before_run = _events()
         with graph_code_deferred():
-            deferred_names, deferred_counter = _events(code_made_before_run)
+            deferred_names, deferred_counter, deferred_made_before_run = _events()
     finally:
         _loader.next_id = saved
-    assert code_made_before_run == [True, False]  # eager: made at once; deferred: made by the run
+    assert eager_made_before_run and not deferred_made_before_run  # deferred: made by the run
     assert deferred_names == eager_names
     assert deferred_counter == eager_counter
     assert len(set(eager_names)) == 3 and all(name.startswith("<eval_with_key>.10") for name in eager_names)
+
+
+def _kind_made() -> type:
+    """The class a graph module made now is of (under the class torch makes per module)."""
+    return type(torch.fx.symbolic_trace(_Doubling())).__mro__[1]
 
 
 def test_only_modules_torch_would_make_eager_are_deferred():
     """Dynamo chooses torch's own lazy modules, numbered as stock numbers them; TorchScript's
     callers ask for eager ones."""
     with graph_code_deferred():
-        assert type(torch.fx.symbolic_trace(_Doubling())).__mro__[1] is EagerlyNamedGraphModule
+        assert _kind_made() is EagerlyNamedGraphModule
         with _lazy_graph_module._use_lazy_graph_module(True):
-            assert type(torch.fx.symbolic_trace(_Doubling())).__mro__[1] is _lazy_graph_module._LazyGraphModule
+            assert _kind_made() is _lazy_graph_module._LazyGraphModule
         with _lazy_graph_module._force_skip_lazy_graph_module():
-            assert type(torch.fx.symbolic_trace(_Doubling())).__mro__[1] is GraphModule
-    assert type(torch.fx.symbolic_trace(_Doubling())).__mro__[1] is GraphModule  # left as it was
+            assert _kind_made() is GraphModule
+    assert _kind_made() is GraphModule  # left as it was
