@@ -39,8 +39,8 @@ from onnxlens.exporter.torch_internals.active import internals
 
 _FRAME_START = re.compile(r'^  File "(?P<file>.+?)", line \d+, in (?P<func>.+)$', re.MULTILINE)
 
-__all__ = ["FULL_TRACE", "HelperFrames", "full_stack_trace", "full_traces", "graph_modules", "helper_frames_kept",
-           "restore_stock_traces", "stock_trace"]
+__all__ = ["FULL_TRACE", "HelperFrames", "frame_chunks", "full_stack_trace", "full_traces", "graph_modules",
+           "helper_frames_kept", "restore_stock_traces", "stock_trace"]
 
 
 class HelperFrames:
@@ -122,17 +122,26 @@ def stock_trace(trace: str, kept: HelperFrames) -> str:
     in func` plus indented code and caret lines. Cutting at frame starts and dropping whole
     frames, then joining and stripping the same way, reproduces the stock text exactly.
     """
-    text = "  " + trace + "\n"
-    starts = [match.start() for match in _FRAME_START.finditer(text)]
-    if not starts:
+    chunks = frame_chunks(trace)
+    if len(chunks) == 1:
         return trace
-    chunks = [text[:starts[0]]] + [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
     stock = [chunks[0]]
     for chunk in chunks[1:]:
         match = _FRAME_START.match(chunk)
         if kept.is_stock(match["file"], match["func"]):
             stock.append(chunk)
     return "".join(stock).strip()
+
+
+def frame_chunks(trace: str) -> list[str]:
+    """A recorded trace cut where its frames start: the text before the first frame (empty as
+    torch records them), then each frame with its code and caret lines; joined and stripped, they
+    give the trace back. A trace without a frame is one chunk, itself."""
+    text = "  " + trace + "\n"
+    starts = [match.start() for match in _FRAME_START.finditer(text)]
+    if not starts:
+        return [trace]
+    return [text[:starts[0]]] + [text[a:b] for a, b in zip(starts, starts[1:] + [len(text)])]
 
 
 def full_stack_trace(node: Any) -> str | None:
