@@ -57,6 +57,7 @@ import onnxlens.exporter.pipeline.failures.public_path as public_path
 from onnxlens.exporter.pipeline.failures.errors import internal_finding
 from onnxlens.exporter.pipeline.job import Job, Stop
 from onnxlens.exporter.pipeline.tables import DEFAULT_OPSET, Tables
+from onnxlens.exporter.pipeline.tracing.generated_code import GENERATED_FILE
 from onnxlens.exporter.torch_internals.active import internals
 from onnxlens.exporter.types import STAGES, ExportedGraph, ExportResult, TargetSpec
 
@@ -227,7 +228,7 @@ def _counters_as_in_a_fresh_process() -> None:
     import linecache
 
     internals.reset_codegen_counter()
-    for name in [name for name in linecache.cache if name.startswith("<eval_with_key>")]:
+    for name in [name for name in linecache.cache if name.startswith(GENERATED_FILE)]:
         del linecache.cache[name]
 
 

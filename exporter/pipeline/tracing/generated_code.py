@@ -2,8 +2,8 @@
 
 Decomposition runs the captured program again, and the body of a `torch.no_grad()` or
 `torch.autocast` block (or of a forward under `@torch.no_grad()`), a higher-order op in the
-captured program, runs as its graph module's generated Python: every node traced there records the frame
-`File "<eval_with_key>.N", line L, in forward` and that line's code (`mul_15 =
+captured program, runs as its graph module's generated Python: every node traced there records
+the frame `File "<eval_with_key>.N", line L, in forward` and that line's code (`mul_15 =
 torch.ops.aten.mul.Tensor(to, sub_10);  to = sub_10 = None`), and no line of the model's
 source. Its findings would fall back to the model's definition, and hover and lens would not
 know the line. The line the code came from is known: the generated line assigns one node of the
@@ -30,6 +30,8 @@ from typing import Any
 from onnxlens.exporter.locations import FULL_TRACE, Frame, from_stack_trace, node_trace
 from onnxlens.exporter.pipeline.tracing.stacks import frame_chunks, graph_modules
 
+# How torch.fx names the code it generates (`<eval_with_key>.N`): the file of its frames and its
+# linecache entries.
 GENERATED_FILE = "<eval_with_key>"
 _ASSIGNED = re.compile(r"^\s*(?P<name>[A-Za-z_]\w*)\s*=(?!=)")
 # A body inside a body inside a body is as deep as real models go; the bound keeps a malformed
@@ -73,7 +75,7 @@ class _CapturedNodes:
     def _trace_back(self, trace: str, depth: int) -> str:
         chunks = frame_chunks(trace)
         frames = [_frame(chunk) for chunk in chunks]
-        generated = [index for index, frame in enumerate(frames) if _generated(frame)]
+        generated = [index for index, frame in enumerate(frames) if frame is not None and is_generated(frame)]
         if not generated or depth >= _MOST_NESTED:
             return trace
         innermost = generated[-1]
@@ -84,7 +86,7 @@ class _CapturedNodes:
         inner = frame_chunks(self.traced_back(source_trace, depth + 1))
         inner_frames = {_where(frame) for frame in map(_frame, inner) if frame is not None}
         outer = [chunk for chunk, frame in zip(chunks[:innermost], frames)
-                 if frame is not None and not _generated(frame) and _where(frame) not in inner_frames]
+                 if frame is not None and not is_generated(frame) and _where(frame) not in inner_frames]
         return "".join(outer + inner + chunks[innermost + 1:]).strip()
 
     def _assigned_by(self, code: str | None) -> Any:
@@ -111,8 +113,9 @@ def _frame(chunk: str) -> Frame | None:
     return frames[0] if frames else None
 
 
-def _generated(frame: Frame | None) -> bool:
-    return frame is not None and frame.file.startswith(GENERATED_FILE)
+def is_generated(frame: Frame) -> bool:
+    """A frame in code torch.fx generated."""
+    return frame.file.startswith(GENERATED_FILE)
 
 
 def _where(frame: Frame) -> tuple[str, int, str]:

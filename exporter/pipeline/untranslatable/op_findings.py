@@ -20,6 +20,7 @@ from onnxlens.exporter.locations import (Frame, Place, Workspace, call_names_for
 from onnxlens.exporter.locations.columns import first_non_blank
 from onnxlens.exporter.locations.names import calling_library_frame, library_function, module_list
 from onnxlens.exporter.locations.place import primary_index
+from onnxlens.exporter.pipeline.tracing.generated_code import is_generated
 from onnxlens.exporter.pipeline.tracing.op_sources import OpSource, op_source
 from onnxlens.exporter.pipeline.tracing.stacks import full_stack_trace
 from onnxlens.exporter.torch_internals.active import internals
@@ -170,7 +171,7 @@ def _callee(text: str | None, location: Location | None) -> str | None:
 def in_branch(op: UnsupportedOp) -> bool:
     """Traced through generated code (a torch.cond / while_loop branch): its chain lacks the line
     in the branch, which only a strict re-capture finds (missing_translations.py, `located_in_branches`)."""
-    return any(frame.file.startswith("<eval_with_key>") for frame in op.frames)
+    return any(map(is_generated, op.frames))
 
 
 def unsupported_op(node: Any, reason: str, op: Any = None) -> UnsupportedOp:
